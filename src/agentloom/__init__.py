@@ -1,0 +1,1 @@
+"""AgentLoom: a durable agent runtime."""

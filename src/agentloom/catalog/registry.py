@@ -1,0 +1,314 @@
+"""The capability registry: publishes releases and resolves role / node catalogs (000 §2.1).
+
+``publish`` compiles a release's specs once; every error a catalog can have is
+found there, never mid-run. A release is identified by ``release_id`` and has a
+content ``version``; republishing different content under the same id moves the
+version on, and every catalog resolved from the old version then fails
+explicitly with ``CATALOG_VERSION_MISMATCH`` instead of silently switching.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from agentloom.catalog.schema import ArgumentValidator, compile_schema
+from agentloom.catalog.spec import MODEL_NAME_PATTERN, CapabilitySpec, legal_model_name
+from agentloom.errors import CatalogError
+
+ScopeKind = Literal["role", "node"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedCatalog:
+    """The capabilities one role (``scope="role:<key>"``) or node binding (``"node:<key>"``) sees.
+
+    ``specs`` is read-only and keyed by ``model_name`` in the order the scope
+    lists them. ``version`` is the release's content digest at resolution time;
+    two catalogs are equal when release, scope and version are.
+    """
+
+    release_id: str
+    scope: str
+    version: str
+    specs: Mapping[str, CapabilitySpec] = field(compare=False, repr=False)
+
+    def by_key(self, capability_key: str) -> CapabilitySpec:
+        """The spec with this ``capability_key``.
+
+        Raises:
+            CatalogError: ``CAPABILITY_NOT_IN_CATALOG`` when this scope does not hold it.
+        """
+        for spec in self.specs.values():
+            if spec.capability_key == capability_key:
+                return spec
+        raise CatalogError(
+            f"capability {capability_key!r} is not in the catalog of {self.scope!r} "
+            f"(release {self.release_id!r})",
+            code="CAPABILITY_NOT_IN_CATALOG",
+            category="not_found",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Release:
+    version: str
+    catalogs: Mapping[tuple[ScopeKind, str], ResolvedCatalog]
+
+
+class CapabilityRegistry:
+    """Publishes capability releases and resolves the catalogs runs use.
+
+    Thread-safe: a publish replaces a release atomically, after it has fully
+    compiled; a failed publish leaves the previous release untouched.
+    """
+
+    def __init__(self) -> None:
+        self._releases: dict[str, _Release] = {}
+        self._validators: dict[tuple[str, str], ArgumentValidator] = {}
+        self._lock = threading.Lock()
+
+    def publish(
+        self,
+        release_id: str,
+        specs: Sequence[CapabilitySpec],
+        *,
+        roles: Mapping[str, Sequence[str]],
+        node_bindings: Mapping[str, Sequence[str]] | None = None,
+        local_resources: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> str:
+        """Compile and publish a release; return its content version (SHA-256 hex).
+
+        Every spec's ``input_schema`` / ``output_schema`` is replaced by its
+        ``compile_schema(origin=spec.schema_origin)`` result. ``roles`` and
+        ``node_bindings`` map a key to the capability keys its catalog shows, in
+        that order. The version digests the compiled specs and both maps, so
+        publishing identical content again keeps the version.
+
+        Raises:
+            CatalogError: ``DUPLICATE_CAPABILITY_KEY``, ``INVALID_MODEL_NAME``,
+                ``DUPLICATE_MODEL_NAME`` (within one role or binding),
+                ``UNKNOWN_CAPABILITY_KEY`` (a role or binding lists a key the
+                release lacks), or any ``compile_schema`` code; each message names
+                the capability and how to fix it.
+        """
+        if not isinstance(release_id, str) or not release_id:
+            raise CatalogError(f"release_id must be a non-empty string, got {release_id!r}")
+        compiled: dict[str, CapabilitySpec] = {}
+        for spec in specs:
+            if not isinstance(spec, CapabilitySpec):
+                raise CatalogError(f"release {release_id!r}: {spec!r} is not a CapabilitySpec")
+            if spec.capability_key in compiled:
+                raise CatalogError(
+                    f"release {release_id!r}: capability_key {spec.capability_key!r} is declared "
+                    "twice; each capability needs its own key",
+                    code="DUPLICATE_CAPABILITY_KEY",
+                )
+            _check_model_name(spec)
+            compiled[spec.capability_key] = _compile(spec, local_resources)
+        scopes: dict[tuple[ScopeKind, str], tuple[str, ...]] = {}
+        kinds: tuple[tuple[ScopeKind, Mapping[str, Sequence[str]]], ...] = (
+            ("role", roles),
+            ("node", node_bindings or {}),
+        )
+        for kind, mapping in kinds:
+            for scope_key, keys in mapping.items():
+                scopes[(kind, scope_key)] = _scope_keys(release_id, kind, scope_key, keys)
+        version = _digest(compiled, scopes)
+        catalogs = {
+            scope: _catalog(release_id, version, scope, keys, compiled)
+            for scope, keys in scopes.items()
+        }
+        with self._lock:
+            self._releases[release_id] = _Release(version, MappingProxyType(catalogs))
+            live = {release.version for release in self._releases.values()}
+            self._validators = {k: v for k, v in self._validators.items() if k[0] in live}
+        return version
+
+    def current_version(self, release_id: str) -> str:
+        """The version ``release_id`` is published at.
+
+        Raises:
+            CatalogError: ``UNKNOWN_RELEASE``.
+        """
+        return self._release(release_id).version
+
+    def for_role(self, release_id: str, role_key: str) -> ResolvedCatalog:
+        """The catalog an agent role sees in the current version of a release.
+
+        Raises:
+            CatalogError: ``UNKNOWN_RELEASE`` or ``UNKNOWN_ROLE``.
+        """
+        return self._catalog(release_id, "role", role_key)
+
+    def for_node_binding(self, release_id: str, node_binding_key: str) -> ResolvedCatalog:
+        """The catalog an outer CapabilityNode binding sees in the current version of a release.
+
+        Raises:
+            CatalogError: ``UNKNOWN_RELEASE`` or ``UNKNOWN_NODE_BINDING``.
+        """
+        return self._catalog(release_id, "node", node_binding_key)
+
+    def resolve(self, catalog: ResolvedCatalog, model_name: str) -> CapabilitySpec:
+        """The spec behind a model-facing name, after checking the catalog is current.
+
+        Raises:
+            CatalogError: ``CATALOG_VERSION_MISMATCH`` (stale catalog, checked
+                first) or ``UNKNOWN_CAPABILITY`` (the name is not in this catalog).
+        """
+        self.check_current(catalog)
+        spec = catalog.specs.get(model_name)
+        if spec is None:
+            raise CatalogError(
+                f"no capability named {model_name!r} in the catalog of {catalog.scope!r}; "
+                f"available: {', '.join(sorted(catalog.specs)) or '(none)'}",
+                code="UNKNOWN_CAPABILITY",
+                category="not_found",
+            )
+        return spec
+
+    def check_current(self, catalog: ResolvedCatalog) -> None:
+        """Do nothing if ``catalog`` was resolved from its release's current version.
+
+        Raises:
+            CatalogError: ``CATALOG_VERSION_MISMATCH`` naming both versions, or
+                ``UNKNOWN_RELEASE``.
+        """
+        current = self._release(catalog.release_id).version
+        if catalog.version != current:
+            raise CatalogError(
+                f"catalog {catalog.scope!r} of release {catalog.release_id!r} was resolved at "
+                f"version {catalog.version} but the release is now at version {current}; "
+                "the published capabilities changed — resolve the catalog again for a new run",
+                code="CATALOG_VERSION_MISMATCH",
+                category="conflict",
+            )
+
+    def validator(self, catalog: ResolvedCatalog, capability_key: str) -> ArgumentValidator:
+        """The input validator of one capability, built once per (version, capability_key).
+
+        Raises:
+            CatalogError: ``CATALOG_VERSION_MISMATCH`` or ``CAPABILITY_NOT_IN_CATALOG``.
+        """
+        self.check_current(catalog)
+        spec = catalog.by_key(capability_key)  # scope check, even on a cache hit
+        cache_key = (catalog.version, capability_key)
+        found = self._validators.get(cache_key)
+        if found is None:
+            found = ArgumentValidator(spec.input_schema)
+            with self._lock:
+                found = self._validators.setdefault(cache_key, found)
+        return found
+
+    def _release(self, release_id: str) -> _Release:
+        release = self._releases.get(release_id)
+        if release is None:
+            raise CatalogError(
+                f"release {release_id!r} is not published",
+                code="UNKNOWN_RELEASE",
+                category="not_found",
+            )
+        return release
+
+    def _catalog(self, release_id: str, kind: ScopeKind, key: str) -> ResolvedCatalog:
+        catalog = self._release(release_id).catalogs.get((kind, key))
+        if catalog is None:
+            what = "role" if kind == "role" else "node binding"
+            raise CatalogError(
+                f"release {release_id!r} has no {what} {key!r}",
+                code="UNKNOWN_ROLE" if kind == "role" else "UNKNOWN_NODE_BINDING",
+                category="not_found",
+            )
+        return catalog
+
+
+def _check_model_name(spec: CapabilitySpec) -> None:
+    name = spec.model_name
+    if not isinstance(name, str) or not MODEL_NAME_PATTERN.match(name):
+        raise CatalogError(
+            f"capability {spec.capability_key!r}: model_name {name!r} is not a legal tool name "
+            f"(^[A-Za-z0-9_-]{{1,64}}$); use e.g. "
+            f"{legal_model_name(spec.capability_key)!r} (legal_model_name)",
+            code="INVALID_MODEL_NAME",
+        )
+
+
+def _compile(
+    spec: CapabilitySpec, local_resources: Mapping[str, Mapping[str, Any]] | None
+) -> CapabilitySpec:
+    compiled: dict[str, Any] = {}
+    for which in ("input_schema", "output_schema"):
+        schema = getattr(spec, which)
+        if schema is None:
+            continue
+        try:
+            compiled[which] = compile_schema(
+                schema, origin=spec.schema_origin, local_resources=local_resources
+            )
+        except CatalogError as exc:
+            raise CatalogError(
+                f"capability {spec.capability_key!r} (model_name {spec.model_name!r}) "
+                f"{which}: {exc.error.message}",
+                code=exc.code,
+            ) from exc
+    return dataclasses.replace(spec, **compiled)
+
+
+def _scope_keys(
+    release_id: str, kind: ScopeKind, scope_key: str, keys: Sequence[str]
+) -> tuple[str, ...]:
+    if isinstance(keys, str):
+        raise CatalogError(
+            f"release {release_id!r}: {kind} {scope_key!r} must list capability keys, "
+            f"got the string {keys!r}; write [{keys!r}]"
+        )
+    return tuple(dict.fromkeys(keys))
+
+
+def _catalog(
+    release_id: str,
+    version: str,
+    scope: tuple[ScopeKind, str],
+    keys: tuple[str, ...],
+    compiled: Mapping[str, CapabilitySpec],
+) -> ResolvedCatalog:
+    kind, scope_key = scope
+    what = "role" if kind == "role" else "node binding"
+    by_name: dict[str, CapabilitySpec] = {}
+    for key in keys:
+        spec = compiled.get(key)
+        if spec is None:
+            raise CatalogError(
+                f"release {release_id!r}: {what} {scope_key!r} lists capability {key!r}, which "
+                "the release does not declare; add its CapabilitySpec or remove it from the list",
+                code="UNKNOWN_CAPABILITY_KEY",
+            )
+        other = by_name.get(spec.model_name)
+        if other is not None:
+            raise CatalogError(
+                f"release {release_id!r}: {what} {scope_key!r} shows capabilities "
+                f"{other.capability_key!r} and {key!r} under one model_name "
+                f"{spec.model_name!r}; model names must be unique in a catalog — rename one",
+                code="DUPLICATE_MODEL_NAME",
+            )
+        by_name[spec.model_name] = spec
+    return ResolvedCatalog(release_id, f"{kind}:{scope_key}", version, MappingProxyType(by_name))
+
+
+def _digest(
+    compiled: Mapping[str, CapabilitySpec], scopes: Mapping[tuple[ScopeKind, str], Sequence[str]]
+) -> str:
+    content = {
+        "specs": [compiled[key].to_json() for key in sorted(compiled)],
+        "scopes": sorted([kind, key, list(keys)] for (kind, key), keys in scopes.items()),
+    }
+    canonical = json.dumps(
+        content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

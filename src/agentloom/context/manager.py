@@ -1,0 +1,216 @@
+"""ContextManager: records with stable ids and revisions, CAS on the base revision (000 §5.3).
+
+A record is never overwritten: a change inserts revision ``n + 1`` and the insert
+itself is the compare-and-set (a second writer of ``n + 1`` gets a
+``RevisionConflict``). The effective view of a scope is the latest revision of
+each record, in creation order. A tool call keeps both "arguments the model
+proposed" (revision 1) and "arguments executed" (the latest revision), and the
+view — what the next model turn sees — shows the executed ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentloom.hooks.patch import ContextChange, PatchInvalid, PatchOp, apply_ops
+from agentloom.ids import new_id
+from agentloom.results import ToolResult
+from agentloom.store.ports import Insert, Op, Store
+
+DEFAULT_PREVIEW_LIMIT = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class ContextRecord:
+    scope_id: str
+    record_id: str
+    revision: int
+    kind: str
+    position: str
+    data: dict[str, Any]
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> ContextRecord:
+        return cls(
+            row["scope_id"], row["record_id"], int(row["revision"]), row["kind"],
+            row["position"], row["data"],
+        )
+
+
+def call_record_id(operation_id: str) -> str:
+    return f"call:{operation_id}"
+
+
+def result_record_id(operation_id: str) -> str:
+    return f"result:{operation_id}"
+
+
+def result_ref_for(operation_id: str) -> str:
+    """An opaque reference a model may pass to ``result.read``; never a storage path."""
+    return f"res:{operation_id}"
+
+
+class ContextManager:
+    def __init__(self, store: Store, *, preview_limit: int = DEFAULT_PREVIEW_LIMIT) -> None:
+        self.store = store
+        self.preview_limit = preview_limit
+
+    # -- reads -----------------------------------------------------------------------
+    def history(self, scope_id: str, record_id: str) -> list[ContextRecord]:
+        """Every revision of one record, oldest first (raw revisions are never lost)."""
+        rows = self.store.query(
+            "context_records", {"scope_id": scope_id, "record_id": record_id},
+            order_by=("revision",),
+        )
+        return [ContextRecord.from_row(r) for r in rows]
+
+    def current(self, scope_id: str, record_id: str) -> ContextRecord | None:
+        rows = self.store.query(
+            "context_records", {"scope_id": scope_id, "record_id": record_id},
+            order_by=("revision",), descending=True, limit=1,
+        )
+        return ContextRecord.from_row(rows[0]) if rows else None
+
+    def view(self, scope_id: str) -> list[ContextRecord]:
+        """The effective context of a scope: the latest revision of every record."""
+        latest: dict[str, ContextRecord] = {}
+        for row in self.store.query("context_records", {"scope_id": scope_id}):
+            record = ContextRecord.from_row(row)
+            seen = latest.get(record.record_id)
+            if seen is None or record.revision > seen.revision:
+                latest[record.record_id] = record
+        return sorted(latest.values(), key=lambda r: (r.position, r.record_id))
+
+    # -- write-set preparation -----------------------------------------------------------
+    def record_op(
+        self,
+        *,
+        scope_id: str,
+        run_id: str,
+        record_id: str,
+        revision: int,
+        kind: str,
+        data: dict[str, Any],
+        position: str | None = None,
+    ) -> Insert:
+        return Insert(
+            "context_records",
+            {
+                "scope_id": scope_id,
+                "record_id": record_id,
+                "revision": revision,
+                "run_id": run_id,
+                "position": position or new_id(),
+                "kind": kind,
+                "created_at": time.time(),
+                "data": data,
+            },
+        )
+
+    def prepare_changes(
+        self,
+        changes: Sequence[ContextChange],
+        *,
+        private_scope: str | None,
+        shared_scope: str | None,
+        run_id: str,
+        source: str,
+    ) -> list[Op]:
+        """Turn a hook's changes to *other* records into CAS inserts, or raise PatchInvalid.
+
+        A change reaches only the caller's own private scope or the run's shared scope:
+        another role's private records are not addressable at all.
+        """
+        ops: list[Op] = []
+        grouped: dict[tuple[str, str], list[ContextChange]] = {}
+        for change in changes:
+            scope = shared_scope if change.shared else private_scope
+            if scope is None:
+                raise PatchInvalid(
+                    "HOOK_PATCH_PROTECTED",
+                    f"context change to {change.record_id}: this call has no "
+                    f"{'shared' if change.shared else 'role'} context scope",
+                )
+            grouped.setdefault((scope, change.record_id), []).append(change)
+        for (scope, record_id), group in grouped.items():
+            current = self.current(scope, record_id)
+            if current is None:
+                raise PatchInvalid(
+                    "HOOK_PATCH_INVALID", f"context record {record_id!r} does not exist in scope"
+                )
+            base = group[0].base_revision
+            if base != current.revision:
+                raise PatchInvalid(
+                    "HOOK_PATCH_STALE",
+                    f"context record {record_id!r} is at revision {current.revision}, "
+                    f"the patch was based on {base}",
+                )
+            data = apply_ops(current.data, [PatchOp(c.op, c.path, c.value) for c in group])
+            if not isinstance(data, dict):
+                raise PatchInvalid("HOOK_PATCH_INVALID", f"record {record_id!r} must stay an object")
+            data["source"] = source
+            ops.append(
+                self.record_op(
+                    scope_id=scope, run_id=run_id, record_id=record_id,
+                    revision=current.revision + 1, kind=current.kind, data=data,
+                    position=current.position,
+                )
+            )
+        return ops
+
+    def result_ops(
+        self,
+        *,
+        scope_id: str | None,
+        run_id: str,
+        role: str | None,
+        operation_id: str,
+        capability: str,
+        outcome: str,
+        result: ToolResult | None,
+        summary: str,
+    ) -> tuple[list[Op], dict[str, Any]]:
+        """Ops storing a call's outcome in context: a bounded preview, and the full text as a
+        content-addressed blob behind a ``result_ref`` when it does not fit."""
+        text = result.text() if result is not None else summary
+        encoded = text.encode("utf-8")
+        ops: list[Op] = []
+        record: dict[str, Any] = {
+            "operation_id": operation_id,
+            "capability": capability,
+            "outcome": outcome,
+            "truncated": False,
+            "size": len(encoded),
+        }
+        if len(encoded) > self.preview_limit:
+            digest = hashlib.sha256(encoded).hexdigest()
+            ref = result_ref_for(operation_id)
+            now = time.time()
+            ops.append(
+                Insert("blobs", {"digest": digest, "size": len(encoded), "created_at": now,
+                                 "content": encoded}, if_absent=True)
+            )
+            ops.append(
+                Insert("results", {"result_ref": ref, "operation_id": operation_id,
+                                   "run_id": run_id, "role": role, "scope_id": scope_id,
+                                   "digest": digest, "size": len(encoded), "created_at": now},
+                       if_absent=True)
+            )
+            preview = encoded[: self.preview_limit].decode("utf-8", errors="ignore")
+            record.update(preview=preview, truncated=True, result_ref=ref,
+                          covered=[0, len(preview.encode("utf-8"))])
+        else:
+            record["preview"] = text
+        if scope_id is not None:
+            ops.append(
+                self.record_op(
+                    scope_id=scope_id, run_id=run_id, record_id=result_record_id(operation_id),
+                    revision=1, kind="tool_result", data=record,
+                    position=f"{operation_id}:1",
+                )
+            )
+        return ops, record

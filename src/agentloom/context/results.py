@@ -1,0 +1,80 @@
+"""``result.read``: reading a stored large result, as its own authorised operation.
+
+Authorisation comes from the trusted attempt context (run and role), never from a
+path: the reference names an operation's result, and only the run (and role) that
+produced it may read it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentloom.errors import OperationError
+from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
+from agentloom.results import ToolResult
+from agentloom.store.ports import Store
+
+RESULT_READ_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "result_ref": {"type": "string", "minLength": 1},
+        "offset": {"type": "integer", "minimum": 0},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 65536},
+    },
+    "required": ["result_ref"],
+    "additionalProperties": False,
+}
+
+
+def result_read_spec(resource_version_id: str = "builtin") -> Any:
+    from agentloom.catalog import CapabilitySpec
+
+    return CapabilitySpec(
+        resource_version_id=resource_version_id,
+        capability_key="result.read",
+        kind="builtin",
+        model_name="result_read",
+        description="Read more of a large earlier result by its result_ref (byte offset and limit).",
+        input_schema=RESULT_READ_SCHEMA,
+        handler_ref="builtin:result.read",
+    )
+
+
+class ResultReadHandler:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def invoke_once(self, request: CapabilityRequest, context: AttemptContext) -> ToolResult:
+        ref = str(request.arguments.get("result_ref", ""))
+        offset = int(request.arguments.get("offset", 0))
+        limit = int(request.arguments.get("limit", 16384))
+        row = self.store.get("results", {"result_ref": ref})
+        allowed = (
+            row is not None
+            and row["run_id"] == context.run_id
+            and (row["role"] is None or row["role"] == context.role)
+        )
+        if row is None or not allowed:
+            return ToolResult.failure(
+                OperationError(
+                    code="RESULT_NOT_READABLE",
+                    category="permission",
+                    message=f"result {ref!r} does not exist or is not readable by this role",
+                    external_outcome="not_started",
+                )
+            )
+        blob = self.store.get("blobs", {"digest": row["digest"]})
+        if blob is None:
+            return ToolResult.failure(
+                OperationError(code="RESULT_BLOB_MISSING", category="not_found",
+                               message=f"the content of {ref!r} is missing",
+                               external_outcome="not_started")
+            )
+        content: bytes = blob["content"]
+        chunk = content[offset: offset + limit]
+        text = chunk.decode("utf-8", errors="replace")
+        end = offset + len(chunk)
+        return ToolResult.success(
+            {"text": text, "offset": offset, "next_offset": end if end < len(content) else None,
+             "size": len(content)}
+        )

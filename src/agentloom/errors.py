@@ -1,0 +1,174 @@
+"""Errors: the one error value every operation reports, and the exception root.
+
+``OperationError`` is a *value*: it travels inside results, is stored with the
+operation and may be shown to the model (its message never holds a secret).
+The exceptions below are raised to the *caller* of the runtime::
+
+    AgentLoomError                 root; carries an OperationError
+    ├── ConfigError                a bad configuration, found at load / compile time
+    ├── CatalogError               a capability catalog that does not compile
+    ├── RegistrationError          a second owner for one event type, a bad handler
+    ├── RoutingError               no owner for a request
+    └── StoreError                 a required commit did not happen (never fail-open)
+        ├── FencedOut              the run's lease epoch moved on: a stale writer
+        └── RevisionConflict       compare-and-set on a revision lost
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+ErrorCategory = Literal[
+    "validation",
+    "permission",
+    "not_found",
+    "conflict",
+    "transport",
+    "rate_limit",
+    "timeout",
+    "business",
+    "protocol",
+    "cancelled",
+    "unknown",
+]
+ERROR_CATEGORIES: tuple[str, ...] = get_args(ErrorCategory)
+
+ExternalOutcome = Literal["not_started", "known", "unknown"]
+EXTERNAL_OUTCOMES: tuple[str, ...] = get_args(ExternalOutcome)
+
+_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 [REDACTED]"),
+    (re.compile(r"\b(sk|pk|rk|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{8,}"), "[REDACTED]"),
+    (
+        re.compile(
+            r"(?i)\b(api[_-]?key|apikey|token|secret|password|passwd|authorization)"
+            r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
+        ),
+        r"\1\2[REDACTED]",
+    ),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s:@]+):([^/\s@]+)@"), r"\1\2:[REDACTED]@"),
+)
+
+
+def redact_secrets(text: str) -> str:
+    """Return ``text`` with credentials (bearer tokens, API keys, URL passwords) masked."""
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OperationError:
+    """What went wrong with one operation, in the spec's closed vocabulary (000 §2.2).
+
+    ``message`` is scrubbed of secrets on construction, so it is safe to store and
+    to hand to a model. ``external_outcome`` says whether the outside world may
+    have been changed: ``not_started`` (certainly not), ``known`` (the remote
+    answered, so its effect is known) or ``unknown`` (a request may have landed).
+    """
+
+    code: str
+    category: ErrorCategory
+    message: str
+    phase: str = "execute"
+    external_outcome: ExternalOutcome = "not_started"
+    provider_code: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.category not in ERROR_CATEGORIES:
+            raise ValueError(f"unknown error category {self.category!r}")
+        if self.external_outcome not in EXTERNAL_OUTCOMES:
+            raise ValueError(f"unknown external_outcome {self.external_outcome!r}")
+        object.__setattr__(self, "message", redact_secrets(self.message))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "code": self.code,
+            "category": self.category,
+            "message": self.message,
+            "phase": self.phase,
+            "external_outcome": self.external_outcome,
+            "provider_code": self.provider_code,
+        }
+        if self.details:
+            out["details"] = self.details
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OperationError:
+        return cls(
+            code=data["code"],
+            category=data["category"],
+            message=data["message"],
+            phase=data.get("phase", "execute"),
+            external_outcome=data.get("external_outcome", "not_started"),
+            provider_code=data.get("provider_code"),
+            details=dict(data.get("details") or {}),
+        )
+
+
+class AgentLoomError(Exception):
+    """Root of every exception AgentLoom raises to its caller."""
+
+    default_code = "AGENTLOOM_ERROR"
+    default_category: ErrorCategory = "unknown"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        category: ErrorCategory | None = None,
+        phase: str = "execute",
+        external_outcome: ExternalOutcome = "not_started",
+    ) -> None:
+        self.error = OperationError(
+            code=code or self.default_code,
+            category=category or self.default_category,
+            message=message,
+            phase=phase,
+            external_outcome=external_outcome,
+        )
+        super().__init__(self.error.message)
+
+    @property
+    def code(self) -> str:
+        return self.error.code
+
+
+class ConfigError(AgentLoomError):
+    default_code = "CONFIG_INVALID"
+    default_category: ErrorCategory = "validation"
+
+
+class CatalogError(AgentLoomError):
+    default_code = "CATALOG_INVALID"
+    default_category: ErrorCategory = "validation"
+
+
+class RegistrationError(AgentLoomError):
+    default_code = "REGISTRATION_CONFLICT"
+    default_category: ErrorCategory = "conflict"
+
+
+class RoutingError(AgentLoomError):
+    default_code = "NO_OWNER"
+    default_category: ErrorCategory = "not_found"
+
+
+class StoreError(AgentLoomError):
+    default_code = "STORE_FAILED"
+    default_category: ErrorCategory = "unknown"
+
+
+class FencedOut(StoreError):
+    default_code = "LEASE_FENCED"
+    default_category: ErrorCategory = "conflict"
+
+
+class RevisionConflict(StoreError):
+    default_code = "REVISION_CONFLICT"
+    default_category: ErrorCategory = "conflict"

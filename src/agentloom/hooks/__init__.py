@@ -1,0 +1,6 @@
+"""Hooks: ordered before / after interceptors that allow, deny or patch a call (000 §5).
+
+The package owns the decision values, patch normalisation and conflict rules, the
+hook specs and matchers, and the runner port. It does not commit anything: the
+pipeline commits each accepted decision with its change set and chain cursor.
+"""

@@ -1,0 +1,99 @@
+"""Hook decisions and outcomes (000 §5.1).
+
+A hook returns a ``HookDecision`` — or a mapping with the same fields. The
+control decision and the patches are validated *separately*: a valid deny stands
+even when its patch is invalid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agentloom.hooks.patch import (
+    ContextPatch,
+    PatchInvalid,
+    PayloadPatch,
+    parse_context_patch,
+    parse_payload_patch,
+)
+
+Decision = Literal["allow", "deny"]
+ExecutionStatus = Literal[
+    "succeeded", "failed", "timed_out", "invalid", "abandoned", "indeterminate"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class HookDecision:
+    decision: Decision
+    payload_patch: PayloadPatch | list[dict[str, Any]] | dict[str, Any] | None = None
+    context_patch: ContextPatch | dict[str, Any] | None = None
+    reason: str | None = None
+
+    @classmethod
+    def allow(cls, **kwargs: Any) -> HookDecision:
+        return cls("allow", **kwargs)
+
+    @classmethod
+    def deny(cls, reason: str, **kwargs: Any) -> HookDecision:
+        return cls("deny", reason=reason, **kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class HookOutcome:
+    """What one hook run produced, recorded for every hook that ran (or should have)."""
+
+    execution_status: ExecutionStatus
+    decision_ref: str | None
+    diagnostic_ref: str | None
+
+
+class InvalidDecision(Exception):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDecision:
+    decision: Decision
+    reason: str | None
+    payload_patch: PayloadPatch | None
+    context_patch: ContextPatch | None
+    patch_error: PatchInvalid | None
+
+
+def parse_decision(raw: Any) -> ParsedDecision:
+    """Validate a hook's return value. Raise ``InvalidDecision`` when there is no valid control
+    decision; a bad patch beside a valid decision is reported in ``patch_error`` instead."""
+    if isinstance(raw, HookDecision):
+        fields: Mapping[str, Any] = {
+            "decision": raw.decision,
+            "payload_patch": raw.payload_patch,
+            "context_patch": raw.context_patch,
+            "reason": raw.reason,
+        }
+    elif isinstance(raw, Mapping):
+        fields = raw
+        unknown = set(raw) - {"decision", "payload_patch", "context_patch", "reason"}
+        if unknown:
+            raise InvalidDecision(f"unexpected fields {sorted(unknown)} in hook decision")
+    else:
+        raise InvalidDecision(
+            f"a hook must return a HookDecision or a mapping, got {type(raw).__name__}"
+        )
+    decision = fields.get("decision")
+    if decision not in ("allow", "deny"):
+        raise InvalidDecision(f"decision must be 'allow' or 'deny', got {decision!r}")
+    reason = fields.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise InvalidDecision("reason must be a string")
+    payload_patch: PayloadPatch | None = None
+    context_patch: ContextPatch | None = None
+    patch_error: PatchInvalid | None = None
+    try:
+        payload_patch = parse_payload_patch(fields.get("payload_patch"))
+        context_patch = parse_context_patch(fields.get("context_patch"))
+    except PatchInvalid as exc:
+        payload_patch, context_patch, patch_error = None, None, exc
+    return ParsedDecision(decision, reason, payload_patch, context_patch, patch_error)

@@ -1,0 +1,70 @@
+"""Hook runners: the port that executes a hook's code, and the in-process Python runner.
+
+Command (sandboxed), HTTP and MCP runners implement the same ``HookRunner`` port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from agentloom.errors import ConfigError
+from agentloom.hooks.spec import HookSpec
+
+
+class HookRunner(Protocol):
+    async def run(self, spec: HookSpec, event: Mapping[str, Any]) -> Any:
+        """Run the hook's code on a read-only event and return what it returned."""
+        ...
+
+
+def resolve_ref(ref: str) -> Callable[..., Any]:
+    """Import ``"package.module:function"``; a bad reference is a ConfigError naming it."""
+    module_name, sep, attr = ref.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"hook handler ref {ref!r} must look like 'package.module:function'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"hook handler ref {ref!r}: cannot import {module_name!r}: {exc}") from exc
+    target: Any = module
+    for part in attr.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise ConfigError(f"hook handler ref {ref!r}: {module_name!r} has no {attr!r}")
+    if not callable(target):
+        raise ConfigError(f"hook handler ref {ref!r} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+class PythonHookRunner:
+    """Calls ``module:function`` (or a callable registered under that ref) in this process.
+
+    Coroutine functions are awaited; plain functions run in a worker thread so a
+    blocking hook cannot stall the event loop and its timeout still applies.
+    """
+
+    def __init__(self, functions: Mapping[str, Callable[..., Any]] | None = None) -> None:
+        self._functions: dict[str, Callable[..., Any]] = dict(functions or {})
+
+    def register(self, ref: str, function: Callable[..., Any]) -> None:
+        self._functions[ref] = function
+
+    def function(self, ref: str) -> Callable[..., Any]:
+        fn = self._functions.get(ref)
+        if fn is None:
+            fn = resolve_ref(ref)
+            self._functions[ref] = fn
+        return fn
+
+    async def run(self, spec: HookSpec, event: Mapping[str, Any]) -> Any:
+        fn = self.function(spec.handler.ref)
+        if inspect.iscoroutinefunction(fn):
+            return await fn(event)
+        result = await asyncio.to_thread(fn, event)
+        if inspect.isawaitable(result):
+            return await result
+        return result

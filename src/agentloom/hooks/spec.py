@@ -1,0 +1,70 @@
+"""Hook specs and matchers: which hook runs at which point, in a fixed order."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+Timing = Literal["before", "after"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HookMatch:
+    """All given fields must match; ``None`` matches anything. ``capability`` is a glob."""
+
+    role: str | None = None
+    capability: str | None = None
+    purpose: str | None = None
+    status: str | None = None
+
+    def matches(
+        self, *, role: str | None, capability: str, purpose: str | None, status: str | None
+    ) -> bool:
+        if self.role is not None and self.role != role:
+            return False
+        if self.capability is not None and not fnmatch.fnmatchcase(capability, self.capability):
+            return False
+        if self.purpose is not None and self.purpose != purpose:
+            return False
+        return not (self.status is not None and status is not None and self.status != status)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandlerRef:
+    """Where the hook's code is: ``kind: python`` with ``ref: "module:function"`` for now."""
+
+    kind: str = "python"
+    ref: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HookSpec:
+    hook_id: str
+    timing: Timing
+    event: str = "tool"
+    match: HookMatch = field(default_factory=HookMatch)
+    handler: HandlerRef
+    timeout_s: float = 10.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "hook_id": self.hook_id,
+            "timing": self.timing,
+            "event": self.event,
+            "match": {
+                "role": self.match.role,
+                "capability": self.match.capability,
+                "purpose": self.match.purpose,
+                "status": self.match.status,
+            },
+            "handler": {"kind": self.handler.kind, "ref": self.handler.ref},
+            "timeout_s": self.timeout_s,
+        }
+
+
+def config_version(specs: tuple[HookSpec, ...]) -> str:
+    raw = json.dumps([s.to_dict() for s in specs], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]

@@ -1,0 +1,62 @@
+"""Trusted invocation context and the immutable request the bus hands the pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agentloom.catalog import ResolvedCatalog
+from agentloom.pipeline.cancel import CancelToken
+from agentloom.pipeline.retry import RetryPolicy
+
+DEFAULT_RUN_DEADLINE_S = 3600.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OwnerRef:
+    kind: Literal["agent", "workflow"]
+    id: str
+    space_id: str = "default"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "id": self.id, "space_id": self.space_id}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InvocationContext:
+    """What the runtime knows and trusts about one capability use (000 §2.1).
+
+    Set by the runtime only; neither a model nor a hook can change any of it.
+    Optional fields stay ``None`` when the concept does not exist for this call —
+    they are never faked.
+    """
+
+    run_id: str
+    lease_epoch: int
+    owner_ref: OwnerRef
+    catalog: ResolvedCatalog
+    deadline: float
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    cancel: CancelToken = field(default_factory=CancelToken)
+    role: str | None = None
+    node_task_id: str | None = None
+    invocation_id: str | None = None
+    conversation_ref: str | None = None
+    workspace_scope_ref: str | None = None
+    context_scope: str | None = None
+    shared_scope: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request:
+    """One request on the bus. Identity, causation, type and scope are runtime-set and immutable."""
+
+    operation_id: str
+    event_type: str
+    model_name: str
+    arguments: Mapping[str, Any]
+    context: InvocationContext
+    logical_key: str
+    causation_id: str | None = None
+    purpose: str | None = None

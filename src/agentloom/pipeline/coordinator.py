@@ -1,0 +1,106 @@
+"""CommitCoordinator: the single entry through which run facts are committed.
+
+Durable stores get *group commit*: one writer thread takes every write set that
+queued while the previous transaction was running and commits them together, so
+100 concurrent callers share one fsync instead of paying one each. Each write set
+still succeeds or fails on its own (fence, revision conflict). A failure is
+raised to the caller: persistence errors are never fail-open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from dataclasses import dataclass
+
+from agentloom.errors import StoreError
+from agentloom.store.ports import Store, WriteSet
+
+_Item = tuple[WriteSet, "asyncio.Future[None]", asyncio.AbstractEventLoop]
+
+
+@dataclass(slots=True)
+class CommitStats:
+    transactions: int = 0
+    write_sets: int = 0
+
+
+class CommitCoordinator:
+    def __init__(self, store: Store, *, max_batch: int = 512) -> None:
+        self.store = store
+        self.max_batch = max_batch
+        self.stats = CommitStats()
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    async def commit(self, ws: WriteSet) -> None:
+        """Commit ``ws`` atomically; raise ``FencedOut`` / ``RevisionConflict`` / ``StoreError``."""
+        if self._closed:
+            raise StoreError("the commit coordinator is closed; nothing was written")
+        if not self.store.durable:
+            outcome = self.store.commit_many([ws])[0]
+            self.stats.transactions += 1
+            self.stats.write_sets += 1
+            if outcome is not None:
+                raise outcome
+            return
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self._ensure_thread()
+        self._queue.put((ws, future, loop))
+        await future
+
+    def _ensure_thread(self) -> None:
+        if self._thread is not None:
+            return
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._writer, name="agentloom-commit", daemon=True
+                )
+                self._thread.start()
+
+    def _writer(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            while len(batch) < self.max_batch:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    self._queue.put(None)
+                    break
+                batch.append(item)
+            outcomes: list[BaseException | None]
+            try:
+                outcomes = self.store.commit_many([ws for ws, _, _ in batch])
+            except BaseException as exc:  # the whole transaction failed
+                err = exc if isinstance(exc, StoreError) else StoreError(f"commit failed: {exc}")
+                outcomes = [err] * len(batch)
+            self.stats.transactions += 1
+            self.stats.write_sets += len(batch)
+            for (_, future, loop), outcome in zip(batch, outcomes, strict=True):
+                loop.call_soon_threadsafe(_settle, future, outcome)
+
+    def close(self) -> None:
+        self._closed = True
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=30)
+            self._thread = None
+
+
+def _settle(future: asyncio.Future[None], outcome: BaseException | None) -> None:
+    if future.done():
+        return
+    if outcome is None:
+        future.set_result(None)
+    else:
+        future.set_exception(outcome)

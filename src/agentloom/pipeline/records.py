@@ -1,0 +1,142 @@
+"""How an operation's working state maps to store rows (one ``operations`` row per call)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentloom.results import OperationResult
+from agentloom.store.ports import Put
+
+PHASES = (
+    "intent_saved",
+    "hooks_before",
+    "attempt_started",
+    "raw_saved",
+    "hooks_after",
+    "delivered",
+)
+
+
+@dataclass(slots=True)
+class OperationState:
+    """The mutable working copy of one operation; ``row()`` is what gets committed."""
+
+    operation_id: str
+    run_id: str
+    logical_key: str
+    capability_key: str
+    event_type: str
+    request: dict[str, Any]
+    payload: dict[str, Any]
+    phase: str = "intent_saved"
+    payload_version: int = 0
+    call_revision: int = 0
+    chain: dict[str, list[str]] = field(default_factory=lambda: {"before": [], "after": []})
+    hooks_version: str = ""
+    cursor: dict[str, Any] | None = None
+    attempts: int = 0
+    raw: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None
+    envelope: dict[str, Any] | None = None
+    created_at: float = field(default_factory=time.time)
+
+    def row(self) -> Put:
+        outcome = self.envelope["outcome"] if self.envelope else None
+        return Put(
+            "operations",
+            {
+                "operation_id": self.operation_id,
+                "run_id": self.run_id,
+                "logical_key": self.logical_key,
+                "capability_key": self.capability_key,
+                "event_type": self.event_type,
+                "phase": self.phase,
+                "outcome": outcome,
+                "created_at": self.created_at,
+                "updated_at": time.time(),
+                "data": {
+                    "request": self.request,
+                    "payload": self.payload,
+                    "payload_version": self.payload_version,
+                    "call_revision": self.call_revision,
+                    "chain": self.chain,
+                    "hooks_version": self.hooks_version,
+                    "cursor": self.cursor,
+                    "attempts": self.attempts,
+                    "raw": self.raw,
+                    "result": self.result,
+                    "envelope": self.envelope,
+                },
+            },
+        )
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> OperationState:
+        data = row["data"]
+        return cls(
+            operation_id=row["operation_id"],
+            run_id=row["run_id"],
+            logical_key=row["logical_key"],
+            capability_key=row["capability_key"],
+            event_type=row["event_type"],
+            request=data["request"],
+            payload=data["payload"],
+            phase=row["phase"],
+            payload_version=data["payload_version"],
+            call_revision=data.get("call_revision", 0),
+            chain=data["chain"],
+            hooks_version=data.get("hooks_version", ""),
+            cursor=data.get("cursor"),
+            attempts=data["attempts"],
+            raw=data.get("raw"),
+            result=data.get("result"),
+            envelope=data.get("envelope"),
+            created_at=row["created_at"],
+        )
+
+    def envelope_result(self) -> OperationResult:
+        assert self.envelope is not None
+        return OperationResult.from_dict(self.envelope)
+
+
+def attempt_row(
+    operation_id: str, attempt_no: int, status: str, data: dict[str, Any], *, finished: bool
+) -> Put:
+    now = time.time()
+    row: dict[str, Any] = {
+        "operation_id": operation_id,
+        "attempt_no": attempt_no,
+        "status": status,
+        "data": data,
+    }
+    if finished:
+        row["finished_at"] = now
+    else:
+        row["started_at"] = now
+    return Put("attempts", row)
+
+
+def hook_row(
+    operation_id: str,
+    timing: str,
+    position: int,
+    hook_id: str,
+    status: str,
+    data: dict[str, Any],
+    decision: str | None = None,
+) -> Put:
+    return Put(
+        "hook_invocations",
+        {
+            "operation_id": operation_id,
+            "timing": timing,
+            "position": position,
+            "hook_id": hook_id,
+            "status": status,
+            "decision": decision,
+            "created_at": time.time(),
+            "data": data,
+        },
+    )

@@ -1,0 +1,289 @@
+"""Results: the raw result a handler returns and the envelope a caller receives.
+
+``ToolResult`` is what one capability handler produced (000 §2.2): succeeded,
+failed or unknown, with content blocks (text / json / artifact_ref). The
+``OperationResult`` envelope is what the waiter gets back from the pipeline: it
+tells apart a result that was denied *before* execution (no Attempt ever ran),
+one denied *after* execution (the raw result is kept and side effects were not
+rolled back), succeeded, failed, unknown and cancelled.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias, assert_never
+
+from agentloom.errors import OperationError
+
+ResultStatus = Literal["succeeded", "failed", "unknown"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArtifactRef:
+    """A reference to a stored artifact (a workspace file or a system blob), never a host path."""
+
+    ref: str
+    media_type: str = "application/octet-stream"
+    size: int | None = None
+    name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ref": self.ref, "media_type": self.media_type, "size": self.size, "name": self.name}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ArtifactRef:
+        return cls(
+            ref=data["ref"],
+            media_type=data.get("media_type", "application/octet-stream"),
+            size=data.get("size"),
+            name=data.get("name"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class JsonBlock:
+    data: Any
+    type: Literal["json"] = "json"
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactBlock:
+    artifact: ArtifactRef
+    type: Literal["artifact_ref"] = "artifact_ref"
+
+
+ContentBlock: TypeAlias = TextBlock | JsonBlock | ArtifactBlock
+
+
+def block_to_dict(block: ContentBlock) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, JsonBlock):
+        return {"type": "json", "data": block.data}
+    if isinstance(block, ArtifactBlock):
+        return {"type": "artifact_ref", "artifact": block.artifact.to_dict()}
+    assert_never(block)
+
+
+def block_from_dict(data: dict[str, Any]) -> ContentBlock:
+    kind = data.get("type")
+    if kind == "text":
+        return TextBlock(str(data["text"]))
+    if kind == "json":
+        return JsonBlock(data.get("data"))
+    if kind == "artifact_ref":
+        return ArtifactBlock(ArtifactRef.from_dict(data["artifact"]))
+    raise ValueError(f"unknown content block type {kind!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """The raw outcome of one capability execution (000 §2.2).
+
+    A ``succeeded`` result carries no error; ``failed`` and ``unknown`` always do,
+    so a caller can never read an uncertain outcome as a success.
+    """
+
+    status: ResultStatus
+    content: tuple[ContentBlock, ...] = ()
+    error: OperationError | None = None
+    artifacts: tuple[ArtifactRef, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in ("succeeded", "failed", "unknown"):
+            raise ValueError(f"unknown result status {self.status!r}")
+        if self.status == "succeeded" and self.error is not None:
+            raise ValueError("a succeeded ToolResult cannot carry an error")
+        if self.status != "succeeded" and self.error is None:
+            raise ValueError(f"a {self.status} ToolResult must carry an OperationError")
+        object.__setattr__(self, "content", tuple(self.content))
+        object.__setattr__(self, "artifacts", tuple(self.artifacts))
+
+    @classmethod
+    def success(
+        cls,
+        value: Any = None,
+        *,
+        artifacts: tuple[ArtifactRef, ...] | list[ArtifactRef] = (),
+        metadata: dict[str, Any] | None = None,
+    ) -> ToolResult:
+        """A succeeded result: ``str`` becomes a text block, anything else a JSON block."""
+        content: tuple[ContentBlock, ...]
+        if value is None:
+            content = ()
+        elif isinstance(value, str):
+            content = (TextBlock(value),)
+        elif isinstance(value, TextBlock | JsonBlock | ArtifactBlock):
+            content = (value,)
+        else:
+            content = (JsonBlock(value),)
+        return cls(
+            status="succeeded",
+            content=content,
+            artifacts=tuple(artifacts),
+            metadata=dict(metadata or {}),
+        )
+
+    @classmethod
+    def failure(
+        cls,
+        error: OperationError | str,
+        *,
+        category: Literal[
+            "validation", "permission", "not_found", "conflict", "business", "protocol"
+        ] = "business",
+        code: str = "TOOL_FAILED",
+        metadata: dict[str, Any] | None = None,
+    ) -> ToolResult:
+        """A failed result whose outcome is known (the tool says nothing was left half done)."""
+        if isinstance(error, str):
+            error = OperationError(
+                code=code, category=category, message=error, external_outcome="known"
+            )
+        return cls(status="failed", error=error, metadata=dict(metadata or {}))
+
+    @classmethod
+    def unknown(cls, error: OperationError) -> ToolResult:
+        return cls(status="unknown", error=error)
+
+    def text(self) -> str:
+        """All content rendered as text (JSON blocks serialised)."""
+        parts: list[str] = []
+        for block in self.content:
+            if isinstance(block, TextBlock):
+                parts.append(block.text)
+            elif isinstance(block, JsonBlock):
+                parts.append(json.dumps(block.data, ensure_ascii=False, sort_keys=True))
+            else:
+                parts.append(f"[artifact {block.artifact.ref}]")
+        return "\n".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "content": [block_to_dict(b) for b in self.content],
+            "error": self.error.to_dict() if self.error else None,
+            "artifacts": [a.to_dict() for a in self.artifacts],
+            "metadata": self.metadata,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolResult:
+        error = data.get("error")
+        return cls(
+            status=data["status"],
+            content=tuple(block_from_dict(b) for b in data.get("content") or ()),
+            error=OperationError.from_dict(error) if error else None,
+            artifacts=tuple(ArtifactRef.from_dict(a) for a in data.get("artifacts") or ()),
+            metadata=dict(data.get("metadata") or {}),
+        )
+
+
+Outcome = Literal[
+    "succeeded",
+    "failed",
+    "unknown",
+    "denied_before_execution",
+    "denied_after_execution",
+    "cancelled",
+]
+TERMINAL_OUTCOMES: frozenset[str] = frozenset(
+    {
+        "succeeded",
+        "failed",
+        "unknown",
+        "denied_before_execution",
+        "denied_after_execution",
+        "cancelled",
+    }
+)
+
+SIDE_EFFECTS_NOT_ROLLED_BACK = (
+    "denied after execution: the capability already ran and its side effects were not rolled back"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OperationResult:
+    """The response envelope a waiter receives for one logical call.
+
+    ``result`` is the *effective* result (after post-hooks); ``raw`` is what the
+    handler returned, kept when a post-hook denied delivery. A result denied
+    before execution has ``attempts == 0`` and neither raw nor result.
+    """
+
+    operation_id: str
+    capability: str
+    outcome: Outcome
+    result: ToolResult | None = None
+    raw: ToolResult | None = None
+    error: OperationError | None = None
+    reason: str | None = None
+    attempts: int = 0
+    executed_arguments: dict[str, Any] | None = None
+    proposed_arguments: dict[str, Any] | None = None
+
+    @property
+    def denied(self) -> bool:
+        return self.outcome in ("denied_before_execution", "denied_after_execution")
+
+    @property
+    def succeeded(self) -> bool:
+        return self.outcome == "succeeded"
+
+    @property
+    def side_effects_rolled_back(self) -> bool:
+        """Always False: AgentLoom never claims to undo an effect that happened."""
+        return False
+
+    def describe(self) -> str:
+        """A one-line, model-facing account of what happened."""
+        if self.outcome == "succeeded":
+            return self.result.text() if self.result else ""
+        if self.outcome == "denied_before_execution":
+            return f"denied before execution (nothing ran): {self.reason or 'no reason given'}"
+        if self.outcome == "denied_after_execution":
+            return f"{SIDE_EFFECTS_NOT_ROLLED_BACK}: {self.reason or 'no reason given'}"
+        message = self.error.message if self.error else ""
+        if self.outcome == "unknown":
+            return f"outcome unknown (it may or may not have taken effect): {message}"
+        return f"{self.outcome}: {message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "operation_id": self.operation_id,
+            "capability": self.capability,
+            "outcome": self.outcome,
+            "result": self.result.to_dict() if self.result else None,
+            "raw": self.raw.to_dict() if self.raw else None,
+            "error": self.error.to_dict() if self.error else None,
+            "reason": self.reason,
+            "attempts": self.attempts,
+            "executed_arguments": self.executed_arguments,
+            "proposed_arguments": self.proposed_arguments,
+            "side_effects_rolled_back": False,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OperationResult:
+        result, raw, error = data.get("result"), data.get("raw"), data.get("error")
+        return cls(
+            operation_id=data["operation_id"],
+            capability=data["capability"],
+            outcome=data["outcome"],
+            result=ToolResult.from_dict(result) if result else None,
+            raw=ToolResult.from_dict(raw) if raw else None,
+            error=OperationError.from_dict(error) if error else None,
+            reason=data.get("reason"),
+            attempts=int(data.get("attempts", 0)),
+            executed_arguments=data.get("executed_arguments"),
+            proposed_arguments=data.get("proposed_arguments"),
+        )

@@ -1,0 +1,336 @@
+"""Shared SQL machinery for the SQLite and PostgreSQL stores.
+
+Subclasses supply a DB-API connection factory and the dialect's placeholder;
+SQL text is generated from ``schema.TABLES`` so both backends write the same rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from agentloom.errors import FencedOut, RevisionConflict, StoreError
+from agentloom.store.ports import Fence, Insert, Put, WriteSet
+from agentloom.store.schema import MIGRATIONS, Table, table
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+
+class SqlStore:
+    """A store over one DB-API connection for writes and one for reads."""
+
+    url: str
+    durable: bool = True
+    placeholder = "?"
+    fence_sql_suffix = ""
+    integrity_errors: tuple[type[BaseException], ...] = ()
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._write_lock = threading.Lock()
+        self._read_lock = threading.Lock()
+        # Keyed by the columns *in order*: the values are bound in the row's order.
+        self._sql_cache: dict[tuple[str, str, tuple[str, ...]], str] = {}
+        self._writer: Any = self._connect()
+        try:
+            self._migrate()
+        except BaseException:
+            self._writer.close()  # a store that refuses to open must not leak its connection
+            raise
+        self._reader: Any = self._connect()
+
+    # -- dialect hooks -------------------------------------------------------------
+    def _connect(self) -> Any:
+        raise NotImplementedError
+
+    def _begin(self, cur: Any) -> None:
+        cur.execute("BEGIN")
+
+    def _migration_lock(self, cur: Any) -> None:
+        """Serialise concurrent migrators (PostgreSQL takes an advisory lock)."""
+
+    def _ddl(self, sqlite_sql: str, postgres_sql: str) -> str:
+        raise NotImplementedError
+
+    def _is_key_conflict(self, exc: BaseException) -> bool:
+        """Whether an ``integrity_errors`` exception is a duplicate key (not, say, NOT NULL)."""
+        return True
+
+    def _execute_script(self, cur: Any, script: str) -> None:
+        for statement in script.split(";"):
+            if statement.strip():
+                cur.execute(statement)
+
+    # -- migrations ----------------------------------------------------------------
+    def _migrate(self) -> None:
+        with self._write_lock:
+            cur = self._writer.cursor()
+            try:
+                self._begin(cur)
+                self._migration_lock(cur)
+                cur.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                    "version INTEGER PRIMARY KEY, summary TEXT NOT NULL, applied_at "
+                    + ("DOUBLE PRECISION" if self.placeholder == "%s" else "REAL")
+                    + " NOT NULL)"
+                )
+                cur.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
+                current = int(cur.fetchone()[0])
+                if current > len(MIGRATIONS):
+                    raise StoreError(
+                        f"database schema version {current} is newer than this AgentLoom "
+                        f"({len(MIGRATIONS)}); upgrade agentloom before opening {self.url!r}"
+                    )
+                for version in range(current + 1, len(MIGRATIONS) + 1):
+                    summary, sqlite_sql, postgres_sql = MIGRATIONS[version - 1]
+                    self._execute_script(cur, self._ddl(sqlite_sql, postgres_sql))
+                    cur.execute(
+                        "INSERT INTO schema_migrations (version, summary, applied_at) "
+                        f"VALUES ({self.placeholder}, {self.placeholder}, {self.placeholder})",
+                        (version, summary, time.time()),
+                    )
+                self._writer.commit()
+            except BaseException:
+                self._writer.rollback()
+                raise
+            finally:
+                cur.close()
+
+    def schema_version(self) -> int:
+        rows = self._read("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", ())
+        return int(rows[0][0])
+
+    # -- writes --------------------------------------------------------------------
+    def _encode(self, t: Table, row: Mapping[str, Any]) -> list[Any]:
+        values: list[Any] = []
+        for column, value in row.items():
+            if column in t.json_columns:
+                value = dumps(value)
+            values.append(value)
+        return values
+
+    def _insert_sql(self, t: Table, columns: Sequence[str], mode: str) -> str:
+        key = (t.name, mode, tuple(columns))
+        sql = self._sql_cache.get(key)
+        if sql is None:
+            unknown = set(columns) - set(t.columns)
+            if unknown:
+                raise ValueError(f"table {t.name!r} has no columns {sorted(unknown)}")
+            cols = ", ".join(columns)
+            marks = ", ".join([self.placeholder] * len(columns))
+            sql = f"INSERT INTO {t.name} ({cols}) VALUES ({marks})"
+            conflict = ", ".join(t.key)
+            if mode == "put":
+                updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in t.key)
+                sql += (
+                    f" ON CONFLICT ({conflict}) DO UPDATE SET {updates}"
+                    if updates
+                    else f" ON CONFLICT ({conflict}) DO NOTHING"
+                )
+            elif mode == "if_absent":
+                sql += f" ON CONFLICT ({conflict}) DO NOTHING"
+            self._sql_cache[key] = sql
+        return sql
+
+    def _check_fence(self, cur: Any, fence: Fence) -> None:
+        cur.execute(
+            f"SELECT lease_epoch FROM runs WHERE run_id = {self.placeholder}"
+            + self.fence_sql_suffix,
+            (fence.run_id,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            raise FencedOut(f"run {fence.run_id} does not exist; nothing was written")
+        if int(row[0]) != fence.lease_epoch:
+            raise FencedOut(
+                f"run {fence.run_id} is now at lease epoch {row[0]}, this writer holds "
+                f"{fence.lease_epoch}: it lost the lease and nothing was written"
+            )
+
+    def _apply(self, cur: Any, ws: WriteSet) -> None:
+        if ws.fence is not None:
+            self._check_fence(cur, ws.fence)
+        for op in ws.ops:
+            t = table(op.table)
+            columns = list(op.row.keys())
+            if isinstance(op, Put):
+                mode = "put"
+            elif isinstance(op, Insert):
+                mode = "if_absent" if op.if_absent else "insert"
+            else:  # pragma: no cover - closed union
+                raise TypeError(f"unknown store op {op!r}")
+            sql = self._insert_sql(t, columns, mode)  # rejects unknown columns first
+            values = self._encode(t, op.row)
+            try:
+                if mode == "put" and self._update_existing(cur, t, columns, values):
+                    continue
+                cur.execute(sql, values)
+            except self.integrity_errors as exc:
+                if not self._is_key_conflict(exc):
+                    raise
+                key = {k: op.row.get(k) for k in t.key}
+                raise RevisionConflict(f"{t.name} row {key} already exists") from exc
+
+    def _update_existing(
+        self, cur: Any, t: Table, columns: Sequence[str], values: Sequence[Any]
+    ) -> bool:
+        """Update the given columns of an existing row; ``False`` when there is none.
+
+        ``INSERT … ON CONFLICT DO UPDATE`` alone cannot do this: both databases check
+        NOT NULL on the row to be inserted before looking for a conflict, so a ``Put``
+        naming only some columns of an existing row would fail.
+        """
+        p = self.placeholder
+        by_column = dict(zip(columns, values, strict=True))
+        where = " AND ".join(f"{k} = {p}" for k in t.key)
+        key_values = [by_column.get(k) for k in t.key]
+        sets = [c for c in columns if c not in t.key]
+        if not sets:
+            cur.execute(f"SELECT 1 FROM {t.name} WHERE {where}", key_values)
+            return cur.fetchone() is not None
+        assignments = ", ".join(f"{c} = {p}" for c in sets)
+        cur.execute(
+            f"UPDATE {t.name} SET {assignments} WHERE {where}",
+            [*(by_column[c] for c in sets), *key_values],
+        )
+        return bool(cur.rowcount)
+
+    def commit_many(self, batch: Sequence[WriteSet]) -> list[BaseException | None]:
+        outcomes: list[BaseException | None] = [None] * len(batch)
+        single = len(batch) == 1
+        with self._write_lock:
+            cur = self._writer.cursor()
+            try:
+                self._begin(cur)
+                for i, ws in enumerate(batch):
+                    if single:
+                        try:
+                            self._apply(cur, ws)
+                        except (FencedOut, RevisionConflict) as exc:
+                            self._writer.rollback()
+                            return [exc]
+                        continue
+                    cur.execute(f"SAVEPOINT ws{i}")
+                    try:
+                        self._apply(cur, ws)
+                    except (FencedOut, RevisionConflict) as exc:
+                        cur.execute(f"ROLLBACK TO SAVEPOINT ws{i}")
+                        outcomes[i] = exc
+                    cur.execute(f"RELEASE SAVEPOINT ws{i}")
+                self._writer.commit()
+            except StoreError:
+                self._rollback_quietly()
+                raise
+            except Exception as exc:
+                self._rollback_quietly()
+                raise StoreError(f"commit to {self._safe_url()} failed: {exc}") from exc
+            finally:
+                cur.close()
+        return outcomes
+
+    def _rollback_quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            self._writer.rollback()
+
+    def claim_run(self, run_id: str, owner: str, ttl_s: float) -> int:
+        p = self.placeholder
+        with self._write_lock:
+            cur = self._writer.cursor()
+            try:
+                self._begin(cur)
+                cur.execute(
+                    f"UPDATE runs SET lease_epoch = lease_epoch + 1, lease_owner = {p}, "
+                    f"lease_expires_at = {p}, updated_at = {p} WHERE run_id = {p} "
+                    "RETURNING lease_epoch",
+                    (owner, time.time() + ttl_s, time.time(), run_id),
+                )
+                row = cur.fetchone()
+                self._writer.commit()
+            except Exception as exc:
+                self._rollback_quietly()
+                raise StoreError(f"claiming run {run_id} failed: {exc}") from exc
+            finally:
+                cur.close()
+        if row is None:
+            raise StoreError(f"run {run_id} does not exist", code="RUN_NOT_FOUND")
+        return int(row[0])
+
+    # -- reads ---------------------------------------------------------------------
+    def _read(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        with self._read_lock:
+            cur = self._reader.cursor()
+            try:
+                cur.execute(sql, params)
+                rows = cur.fetchall()
+                self._reader.commit()  # end the read snapshot
+                return list(rows)
+            finally:
+                cur.close()
+
+    def _decode(self, t: Table, row: Sequence[Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for column, value in zip(t.columns, row, strict=True):
+            if column in t.json_columns and value is not None:
+                value = json.loads(value)
+            elif column in t.blob_columns and value is not None:
+                value = bytes(value)
+            out[column] = value
+        return out
+
+    def get(self, table_name: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
+        t = table(table_name)
+        if set(key) != set(t.key):
+            raise ValueError(f"{t.name} is keyed by {t.key}, got {sorted(key)}")
+        rows = self.query(table_name, key, limit=1)
+        return rows[0] if rows else None
+
+    def query(
+        self,
+        table_name: str,
+        where: Mapping[str, Any] | None = None,
+        *,
+        order_by: Sequence[str] = (),
+        descending: bool = False,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        t = table(table_name)
+        where = where or {}
+        for column in [*where, *order_by]:
+            if column not in t.columns:
+                raise ValueError(f"table {t.name!r} has no column {column!r}")
+        sql = f"SELECT {', '.join(t.columns)} FROM {t.name}"
+        params: list[Any] = []
+        if where:
+            clauses = []
+            for column, value in where.items():
+                if value is None:
+                    clauses.append(f"{column} IS NULL")
+                else:
+                    clauses.append(f"{column} = {self.placeholder}")
+                    params.append(value)
+            sql += " WHERE " + " AND ".join(clauses)
+        if order_by:
+            direction = " DESC" if descending else ""
+            sql += " ORDER BY " + ", ".join(f"{c}{direction}" for c in order_by)
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [self._decode(t, row) for row in self._read(sql, params)]
+
+    def _safe_url(self) -> str:
+        from agentloom.errors import redact_secrets
+
+        return redact_secrets(self.url)
+
+    def close(self) -> None:
+        for conn in (self._writer, self._reader):
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
+ConnectFactory = Callable[[], Any]

@@ -1,0 +1,87 @@
+"""The store port: whitelisted tables, row writes grouped into fenced write sets.
+
+A ``WriteSet`` is the unit of atomicity: all of its ops commit together or none
+does. ``Store.commit_many`` commits several write sets in one transaction (group
+commit) yet keeps them independent: a write set whose fence or insert fails is
+rolled back alone and reported, the others still commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """Commit only while ``runs.lease_epoch`` of ``run_id`` still equals ``lease_epoch``."""
+
+    run_id: str
+    lease_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Put:
+    """Insert or update a row by its primary key."""
+
+    table: str
+    row: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Insert:
+    """Insert a row. An existing key is a ``RevisionConflict`` unless ``if_absent`` is set,
+    in which case the existing row is kept (content-addressed blobs, idempotent intents)."""
+
+    table: str
+    row: Mapping[str, Any]
+    if_absent: bool = False
+
+
+Op: TypeAlias = Put | Insert
+
+
+@dataclass(frozen=True, slots=True)
+class WriteSet:
+    ops: tuple[Op, ...]
+    fence: Fence | None = None
+    label: str = field(default="", compare=False)
+
+
+class Store(Protocol):
+    """What the pipeline, the context manager and the runtime need from storage.
+
+    Methods block; the ``CommitCoordinator`` calls ``commit_many`` from its writer
+    thread, readers may call the query methods from any thread.
+    """
+
+    url: str
+    durable: bool
+
+    def commit_many(self, batch: Sequence[WriteSet]) -> list[BaseException | None]:
+        """Commit each write set atomically, in one physical transaction where possible.
+
+        Returns one entry per write set: ``None`` when it committed, otherwise the
+        ``FencedOut`` / ``RevisionConflict`` / ``StoreError`` that rolled it back.
+        Raises ``StoreError`` when the transaction as a whole could not commit.
+        """
+        ...
+
+    def get(self, table: str, key: Mapping[str, Any]) -> dict[str, Any] | None: ...
+
+    def query(
+        self,
+        table: str,
+        where: Mapping[str, Any] | None = None,
+        *,
+        order_by: Sequence[str] = (),
+        descending: bool = False,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]: ...
+
+    def claim_run(self, run_id: str, owner: str, ttl_s: float) -> int:
+        """Take the run's lease: bump and return its ``lease_epoch`` (fencing every older writer)."""
+        ...
+
+    def close(self) -> None: ...

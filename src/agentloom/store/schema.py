@@ -1,0 +1,130 @@
+"""Table definitions shared by every backend, and the append-only migration list.
+
+Durable formats carry a schema version: ``MIGRATIONS[i]`` moves a database from
+version ``i`` to ``i + 1``; its position is its version. Never edit a shipped
+entry — append a new one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    name: str
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+    json_columns: frozenset[str] = frozenset()
+    blob_columns: frozenset[str] = frozenset()
+
+
+TABLES: dict[str, Table] = {
+    t.name: t
+    for t in (
+        Table(
+            "runs",
+            ("run_id", "status", "lease_epoch", "lease_owner", "lease_expires_at",
+             "created_at", "updated_at", "data"),
+            ("run_id",),
+            frozenset({"data"}),
+        ),
+        Table(
+            "operations",
+            ("operation_id", "run_id", "logical_key", "capability_key", "event_type", "phase",
+             "outcome", "created_at", "updated_at", "data"),
+            ("operation_id",),
+            frozenset({"data"}),
+        ),
+        Table(
+            "attempts",
+            ("operation_id", "attempt_no", "status", "started_at", "finished_at", "data"),
+            ("operation_id", "attempt_no"),
+            frozenset({"data"}),
+        ),
+        Table(
+            "hook_invocations",
+            ("operation_id", "timing", "position", "hook_id", "status", "decision",
+             "created_at", "data"),
+            ("operation_id", "timing", "position"),
+            frozenset({"data"}),
+        ),
+        Table(
+            "context_records",
+            ("scope_id", "record_id", "revision", "run_id", "position", "kind", "created_at",
+             "data"),
+            ("scope_id", "record_id", "revision"),
+            frozenset({"data"}),
+        ),
+        Table(
+            "blobs",
+            ("digest", "size", "created_at", "content"),
+            ("digest",),
+            blob_columns=frozenset({"content"}),
+        ),
+        Table(
+            "results",
+            ("result_ref", "operation_id", "run_id", "role", "scope_id", "digest", "size",
+             "created_at"),
+            ("result_ref",),
+        ),
+        Table(
+            "events",
+            ("event_id", "run_id", "type", "created_at", "data"),
+            ("event_id",),
+            frozenset({"data"}),
+        ),
+    )
+}
+
+
+def table(name: str) -> Table:
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise ValueError(f"unknown table {name!r}; known: {sorted(TABLES)}") from None
+
+
+# (summary, sqlite DDL, postgres DDL)
+_V1_COMMON = """
+CREATE TABLE runs (
+  run_id TEXT PRIMARY KEY, status TEXT NOT NULL, lease_epoch INTEGER NOT NULL DEFAULT 0,
+  lease_owner TEXT, lease_expires_at {real}, created_at {real} NOT NULL,
+  updated_at {real} NOT NULL, data TEXT NOT NULL DEFAULT '{{}}');
+CREATE TABLE operations (
+  operation_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, logical_key TEXT NOT NULL,
+  capability_key TEXT NOT NULL, event_type TEXT NOT NULL, phase TEXT NOT NULL, outcome TEXT,
+  created_at {real} NOT NULL, updated_at {real} NOT NULL, data TEXT NOT NULL,
+  UNIQUE (run_id, logical_key));
+CREATE INDEX operations_run_phase ON operations (run_id, phase);
+CREATE TABLE attempts (
+  operation_id TEXT NOT NULL, attempt_no INTEGER NOT NULL, status TEXT NOT NULL,
+  started_at {real}, finished_at {real}, data TEXT NOT NULL,
+  PRIMARY KEY (operation_id, attempt_no));
+CREATE TABLE hook_invocations (
+  operation_id TEXT NOT NULL, timing TEXT NOT NULL, position INTEGER NOT NULL,
+  hook_id TEXT NOT NULL, status TEXT NOT NULL, decision TEXT, created_at {real} NOT NULL,
+  data TEXT NOT NULL, PRIMARY KEY (operation_id, timing, position));
+CREATE TABLE context_records (
+  scope_id TEXT NOT NULL, record_id TEXT NOT NULL, revision INTEGER NOT NULL,
+  run_id TEXT NOT NULL, position TEXT NOT NULL, kind TEXT NOT NULL, created_at {real} NOT NULL,
+  data TEXT NOT NULL, PRIMARY KEY (scope_id, record_id, revision));
+CREATE TABLE blobs (
+  digest TEXT PRIMARY KEY, size INTEGER NOT NULL, created_at {real} NOT NULL,
+  content {blob} NOT NULL);
+CREATE TABLE results (
+  result_ref TEXT PRIMARY KEY, operation_id TEXT NOT NULL, run_id TEXT NOT NULL, role TEXT,
+  scope_id TEXT, digest TEXT NOT NULL, size INTEGER NOT NULL, created_at {real} NOT NULL);
+CREATE TABLE events (
+  event_id TEXT PRIMARY KEY, run_id TEXT, type TEXT NOT NULL, created_at {real} NOT NULL,
+  data TEXT NOT NULL);
+CREATE INDEX events_run ON events (run_id, event_id);
+"""
+
+MIGRATIONS: tuple[tuple[str, str, str], ...] = (
+    (
+        "v1: runs, operations, attempts, hook invocations, context records, blobs, results, events",
+        _V1_COMMON.format(real="REAL", blob="BLOB"),
+        _V1_COMMON.format(real="DOUBLE PRECISION", blob="BYTEA"),
+    ),
+)

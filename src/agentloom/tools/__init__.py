@@ -1,0 +1,30 @@
+"""The developer Tool SDK (000 §8): write a tool, get a pipeline handler.
+
+Owns the ``Tool`` base class, strict argument models, the context a tool sees and
+the normalisation of tool exceptions into ``OperationError``. It does not own the
+catalog (publication, model names), retries or recording: those belong to the
+catalog and pipeline packages.
+"""
+
+from agentloom.results import ToolResult
+from agentloom.tools.normalise import error_from_exception, result_from_exception
+from agentloom.tools.sdk import (
+    StrictInput,
+    Tool,
+    ToolContext,
+    ToolDescription,
+    ToolHandler,
+    ToolOutput,
+)
+
+__all__ = [
+    "StrictInput",
+    "Tool",
+    "ToolContext",
+    "ToolDescription",
+    "ToolHandler",
+    "ToolOutput",
+    "ToolResult",
+    "error_from_exception",
+    "result_from_exception",
+]

@@ -1,0 +1,20 @@
+"""ToolManager: the one owner of ``tool`` requests; maps a spec's ``handler_ref`` to its handler."""
+
+from __future__ import annotations
+
+from agentloom.catalog import CapabilitySpec
+from agentloom.errors import RegistrationError
+from agentloom.pipeline.ports import CapabilityHandler
+
+
+class ToolManager:
+    def __init__(self) -> None:
+        self._handlers: dict[str, CapabilityHandler] = {}
+
+    def register(self, handler_ref: str, handler: CapabilityHandler) -> None:
+        if handler_ref in self._handlers:
+            raise RegistrationError(f"a handler is already registered as {handler_ref!r}")
+        self._handlers[handler_ref] = handler
+
+    def handler_for(self, spec: CapabilitySpec) -> CapabilityHandler | None:
+        return self._handlers.get(spec.handler_ref)

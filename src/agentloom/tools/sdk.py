@@ -1,0 +1,312 @@
+"""The developer Tool SDK (000 §8): strict inputs, the tool base class and its handler.
+
+A developer writes a ``StrictInput`` model and a ``Tool`` subclass; ``ToolHandler``
+adapts one tool instance to the pipeline's ``CapabilityHandler`` port. The handler
+parses arguments (a bad argument never reaches ``execute``), runs the tool once,
+wraps plain return values and normalises exceptions, so a network error can never
+come back as a success. It does not retry, enforce deadlines or record anything:
+that is the pipeline's job.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+import typing
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agentloom.errors import CatalogError, OperationError
+from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
+from agentloom.results import ToolResult
+from agentloom.tools.normalise import error_from_exception, result_from_exception
+
+__all__ = [
+    "StrictInput",
+    "Tool",
+    "ToolContext",
+    "ToolDescription",
+    "ToolHandler",
+    "ToolOutput",
+]
+
+MAX_LISTED_FIELD_ERRORS = 10
+_MAX_LOC_CHARS = 80
+
+ToolOutput: TypeAlias = ToolResult | str | dict[str, Any] | list[Any] | None
+
+
+class StrictInput(BaseModel):
+    """Base for tool arguments: unknown fields are rejected, parsed values are frozen.
+
+    Its JSON schema carries ``additionalProperties: false``; nest ``StrictInput``
+    models (not plain ``BaseModel``) so nested objects reject extras as well.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+InputT = TypeVar("InputT", bound=StrictInput)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    """What a running tool may know about its call: identity, attempt and time left.
+
+    Built from the pipeline's ``AttemptContext``; it holds no store, database or
+    host path. Pass ``operation_id`` to a remote system as an idempotency key: it
+    is stable across the retries of one logical call.
+    """
+
+    # A ``files`` attribute (the workspace RPC bound to owner and scope) is added
+    # by the workspace work; it is deliberately absent until then.
+    operation_id: str
+    attempt_no: int
+    run_id: str
+    deadline: float
+    """Wall-clock epoch seconds (``time.time()`` scale) after which the run is over."""
+    # Private: ``cancelled`` reads the attempt's live cancel state through it.
+    _attempt: AttemptContext = field(repr=False, compare=False)
+
+    @classmethod
+    def from_attempt(cls, context: AttemptContext) -> ToolContext:
+        return cls(
+            operation_id=context.operation_id,
+            attempt_no=context.attempt_no,
+            run_id=context.run_id,
+            deadline=context.deadline,
+            _attempt=context,
+        )
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the attempt was asked to stop; a long tool should check and return."""
+        return self._attempt.cancelled
+
+    def remaining(self) -> float:
+        """Seconds left before ``deadline`` (never negative)."""
+        return max(0.0, self.deadline - time.time())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolDescription:
+    """What the catalog needs to publish a tool: its name, description and input schema."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class Tool(ABC, Generic[InputT]):
+    """Base class for a developer tool.
+
+    Set ``name``, ``description`` and ``input_type`` (inferred from ``Tool[X]``
+    when omitted) and implement ``execute``. Return a ``ToolResult`` for full
+    control, or a ``str`` / ``dict`` / ``list`` / ``None`` for a success; raise to
+    fail (see ``agentloom.tools.normalise`` for how exceptions are classified).
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    # ClassVar cannot hold a type variable, so the declared type is the bound.
+    input_type: ClassVar[type[StrictInput]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "input_type" not in cls.__dict__:
+            inferred = _input_type_from_bases(cls)
+            if inferred is not None:
+                cls.input_type = inferred
+
+    @abstractmethod
+    async def execute(self, args: InputT, ctx: ToolContext) -> ToolOutput:
+        """Run the tool once with validated ``args``."""
+
+    @classmethod
+    def input_schema(cls) -> dict[str, Any]:
+        """The JSON schema of ``input_type``, closed and self-contained.
+
+        Every object schema that lists properties gets ``additionalProperties:
+        false`` unless it declares its own (a ``dict[str, X]`` field keeps its value
+        schema); ``$ref`` stays inside ``$defs``; pydantic's ``title`` noise is dropped.
+
+        Raises:
+            CatalogError: the tool is incompletely defined or its schema points outside itself.
+        """
+        _check_definition(cls)
+        schema = copy.deepcopy(cls.input_type.model_json_schema())
+        _close_schema(schema, tool=cls.name)
+        return schema
+
+    @classmethod
+    def describe(cls) -> ToolDescription:
+        """Name, description and input schema, for publication in a catalog."""
+        return ToolDescription(
+            name=cls.name, description=cls.description, input_schema=cls.input_schema()
+        )
+
+
+class ToolHandler:
+    """Runs one ``Tool`` instance as a pipeline ``CapabilityHandler``: one call, one attempt."""
+
+    def __init__(self, tool: Tool[Any]) -> None:
+        _check_definition(type(tool))
+        self._tool = tool
+
+    @property
+    def tool(self) -> Tool[Any]:
+        return self._tool
+
+    async def invoke_once(self, request: CapabilityRequest, context: AttemptContext) -> ToolResult:
+        tool = self._tool
+        try:
+            args = tool.input_type.model_validate(dict(request.arguments))
+        except ValidationError as exc:
+            return ToolResult(status="failed", error=_invalid_arguments(tool.name, exc))
+        except Exception as exc:
+            # A validator that crashed (not a ValidationError): still nothing ran.
+            error = error_from_exception(exc, phase="validate")
+            return ToolResult(status="failed", error=replace(error, external_outcome="not_started"))
+
+        ctx = ToolContext.from_attempt(context)
+        try:
+            output = await tool.execute(args, ctx)
+        except Exception as exc:  # CancelledError is a BaseException and propagates.
+            return result_from_exception(exc)
+        return _wrap_output(tool.name, output)
+
+
+def _invalid_arguments(tool: str, exc: ValidationError) -> OperationError:
+    # Field paths and pydantic's short reasons only: never the input values, which
+    # may be secrets or huge.
+    errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    fields = [_loc(e["loc"]) for e in errors]
+    listed = [f"{_loc(e['loc'])}: {e['msg']}" for e in errors[:MAX_LISTED_FIELD_ERRORS]]
+    if len(errors) > MAX_LISTED_FIELD_ERRORS:
+        listed.append(f"… and {len(errors) - MAX_LISTED_FIELD_ERRORS} more")
+    return OperationError(
+        code="INVALID_ARGUMENTS",
+        category="validation",
+        message=f"invalid arguments for tool {tool!r}: " + "; ".join(listed),
+        phase="validate",
+        external_outcome="not_started",
+        details={"fields": fields},
+    )
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    text = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+    text = text.lstrip(".") or "(arguments)"
+    return text if len(text) <= _MAX_LOC_CHARS else text[: _MAX_LOC_CHARS - 1] + "…"
+
+
+def _wrap_output(tool: str, output: object) -> ToolResult:
+    if isinstance(output, ToolResult):
+        return output
+    if output is None or isinstance(output, str):
+        return ToolResult.success(output)
+    if isinstance(output, dict | list):
+        try:
+            # Results are stored durably as JSON: refuse what cannot be stored now,
+            # not when the store trips over it later.
+            json.dumps(output, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            return _invalid_output(tool, f"its value is not JSON-serialisable ({exc})")
+        return ToolResult.success(output)
+    return _invalid_output(
+        tool, f"it returned {type(output).__name__}; return ToolResult, str, dict, list or None"
+    )
+
+
+def _invalid_output(tool: str, why: str) -> ToolResult:
+    # The tool ran to completion, so its effects are whatever they were: unknown.
+    return ToolResult.unknown(
+        OperationError(
+            code="INVALID_TOOL_OUTPUT",
+            category="protocol",
+            message=f"tool {tool!r} finished but its output cannot be delivered: {why}",
+            external_outcome="unknown",
+        )
+    )
+
+
+def _input_type_from_bases(cls: type) -> type[StrictInput] | None:
+    for base in getattr(cls, "__orig_bases__", ()):
+        if typing.get_origin(base) is Tool:
+            (arg,) = typing.get_args(base)
+            if isinstance(arg, type) and issubclass(arg, StrictInput):
+                return arg
+    return None
+
+
+def _check_definition(cls: type[Tool[Any]]) -> None:
+    where = f"tool class {cls.__qualname__}"
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name.strip():
+        raise CatalogError(f"{where} needs a non-empty `name = ...` class attribute")
+    if not isinstance(getattr(cls, "description", None), str):
+        raise CatalogError(f"{where} ({name!r}) needs a `description = ...` class attribute")
+    input_type = getattr(cls, "input_type", None)
+    if not (isinstance(input_type, type) and issubclass(input_type, StrictInput)):
+        raise CatalogError(
+            f"{where} ({name!r}) needs `input_type = <a StrictInput subclass>`, got {input_type!r}"
+        )
+
+
+# JSON-schema keywords whose value is a map of name -> subschema, one subschema, or a list.
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+_SCHEMA_ONE = (
+    "items",
+    "additionalProperties",
+    "additionalItems",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+)
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+
+
+def _close_schema(schema: object, *, tool: str) -> None:
+    """Close object schemas, drop titles and refuse non-local refs, in place.
+
+    Only schema positions are visited, so data such as ``default`` or ``enum``
+    values and a property that happens to be called ``title`` are left alone.
+    """
+    if not isinstance(schema, dict):
+        return
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and not ref.startswith("#"):
+        raise CatalogError(
+            f"tool {tool!r}: input schema references {ref!r}; only local refs "
+            "(#/$defs/...) are allowed, remote schemas are never fetched",
+            code="SCHEMA_REMOTE_REF",
+        )
+    if isinstance(schema.get("title"), str):
+        del schema["title"]
+    if "properties" in schema and "additionalProperties" not in schema:
+        schema["additionalProperties"] = False
+    for key in _SCHEMA_MAPS:
+        sub = schema.get(key)
+        if isinstance(sub, dict):
+            for value in sub.values():
+                _close_schema(value, tool=tool)
+    for key in _SCHEMA_ONE:
+        _close_schema(schema.get(key), tool=tool)
+    for key in _SCHEMA_LISTS:
+        sub = schema.get(key)
+        if isinstance(sub, list):
+            for value in sub:
+                _close_schema(value, tool=tool)
+    items = schema.get("items")
+    if isinstance(items, list):  # draft-07 tuple form
+        for value in items:
+            _close_schema(value, tool=tool)

@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from tests.pipeline.support import Harness, harness
+
+
+@pytest.fixture
+async def make(store_url: str) -> AsyncIterator[Callable[..., Awaitable[Harness]]]:
+    made: list[Harness] = []
+
+    async def factory(*args: Any, **kwargs: Any) -> Harness:
+        h = await harness(store_url, *args, **kwargs)
+        made.append(h)
+        return h
+
+    yield factory
+    for h in made:
+        h.kernel.close()
