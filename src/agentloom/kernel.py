@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentloom.bus import EventBus
-from agentloom.catalog import CapabilityRegistry, CapabilitySpec
+from agentloom.catalog import CapabilityRegistry, CapabilitySpec, legal_model_name
 from agentloom.context import ContextManager, ResultReadHandler, result_read_spec
 from agentloom.hooks.manager import HookManager
 from agentloom.hooks.spec import HookSpec
@@ -35,6 +35,22 @@ from agentloom.pipeline.retry import RetryPolicy
 from agentloom.results import OperationResult
 from agentloom.store import Insert, Store, WriteSet, open_store
 from agentloom.tools.manager import ToolManager
+from agentloom.tools.sdk import Tool, ToolHandler
+
+
+def tool_capability(tool: Tool[Any], release_id: str) -> tuple[CapabilitySpec, ToolHandler]:
+    """The catalog entry and handler for an SDK tool (``name`` becomes the capability key)."""
+    description = tool.describe()
+    spec = CapabilitySpec(
+        resource_version_id=release_id,
+        capability_key=description.name,
+        kind="hosted",
+        model_name=legal_model_name(description.name),
+        description=description.description,
+        input_schema=description.input_schema,
+        handler_ref=f"sdk:{description.name}",
+    )
+    return spec, ToolHandler(tool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +87,17 @@ class Kernel:
     def publish(
         self,
         release_id: str,
-        tools: Sequence[tuple[CapabilitySpec, CapabilityHandler]],
+        tools: Sequence[tuple[CapabilitySpec, CapabilityHandler] | Tool[Any]],
         *,
         roles: Mapping[str, Sequence[str]],
     ) -> str:
-        """Register handlers and publish their specs (plus ``result.read``) as one release."""
-        specs = [spec for spec, _ in tools]
-        for spec, handler in tools:
+        """Register handlers and publish their specs (plus ``result.read``) as one release.
+
+        ``tools`` holds SDK ``Tool`` instances or ``(CapabilitySpec, handler)`` pairs.
+        """
+        pairs = [tool_capability(t, release_id) if isinstance(t, Tool) else t for t in tools]
+        specs = [spec for spec, _ in pairs]
+        for spec, handler in pairs:
             if self.tools.handler_for(spec) is None:
                 self.tools.register(spec.handler_ref, handler)
         specs.append(result_read_spec(release_id))

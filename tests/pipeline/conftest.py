@@ -4,7 +4,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-
 from tests.pipeline.support import Harness, harness
 
 

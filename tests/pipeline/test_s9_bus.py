@@ -7,10 +7,10 @@ import asyncio
 from typing import Any
 
 import pytest
+from tests.pipeline.support import hook
 
 from agentloom.errors import OperationError, RegistrationError
 from agentloom.results import ToolResult
-from tests.pipeline.support import hook
 
 
 async def test_s9_6_observer_return_values_and_exceptions_never_change_a_result(make: Any) -> None:

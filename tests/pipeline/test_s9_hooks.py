@@ -8,8 +8,9 @@ import asyncio
 import threading
 from typing import Any
 
-from agentloom.hooks.decision import HookDecision
 from tests.pipeline.support import hook
+
+from agentloom.hooks.decision import HookDecision
 
 
 def replace_text(value: str) -> Any:

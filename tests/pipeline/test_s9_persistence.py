@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.pipeline.support import hook
 
 from agentloom.errors import FencedOut
-from tests.pipeline.support import hook
 
 
 async def test_s9_7_a_caller_that_lost_its_lease_never_executes(make: Any) -> None:

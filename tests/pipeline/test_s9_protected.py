@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.pipeline.support import hook
 
 from agentloom.errors import OperationError
 from agentloom.results import ToolResult
-from tests.pipeline.support import hook
 
 PROTECTED = ["/run_id", "/operation_id", "/event", "/capability", "/role", "/timing",
              "/payload_version", "/context", "/model_name", "/purpose", "/proposed_payload"]
