@@ -84,7 +84,6 @@ HOOKS = [
 
 
 async def main(store_url: str, workdir: Path) -> int:
-    workdir.mkdir(parents=True, exist_ok=True)
     kernel = Kernel(store_url, hooks=HOOKS,
                     hook_functions={"quickstart:no_secrets": no_secrets, "quickstart:tidy": tidy})
     try:
@@ -106,7 +105,7 @@ async def main(store_url: str, workdir: Path) -> int:
         for index, (name, args) in enumerate(calls):
             result = await kernel.bus.request(name, args, ctx, logical_key=f"call-{index}")
             shown = result.describe().replace("\n", " | ")
-            print(f"{name:13} {str(args):45} -> {result.outcome:24} {shown[:70]}")
+            print(f"{name:13} {args!s:45} -> {result.outcome:24} {shown[:70]}")
             if result.executed_arguments not in (None, result.proposed_arguments):
                 print(f"{'':13} executed with {result.executed_arguments} (a hook rewrote it)")
             failures += result.outcome not in ("succeeded", "denied_before_execution", "failed")
@@ -125,4 +124,5 @@ if __name__ == "__main__":
         "AGENTLOOM_STORE", "sqlite:///.agentloom/agentloom.db"))
     parser.add_argument("--workdir", type=Path, default=Path(".agentloom/quickstart"))
     ns = parser.parse_args()
+    ns.workdir.mkdir(parents=True, exist_ok=True)
     raise SystemExit(asyncio.run(main(ns.store, ns.workdir)))

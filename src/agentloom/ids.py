@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import os
+import random
 import time
-import uuid
+
+_rng = random.Random(random.SystemRandom().getrandbits(128))
+# A forked child must not mint the ids its parent mints next: give it a fresh seed.
+os.register_at_fork(after_in_child=lambda: _rng.seed(random.SystemRandom().getrandbits(128)))
 
 
 def new_id() -> str:
     """A time-ordered UUID (version 7 layout) as a string: sortable by creation time."""
     ms = time.time_ns() // 1_000_000
-    rand = int.from_bytes(os.urandom(10), "big")
-    value = (ms & ((1 << 48) - 1)) << 80
-    value |= 0x7 << 76
-    value |= ((rand >> 68) & 0xFFF) << 64
-    value |= 0b10 << 62
-    value |= rand & ((1 << 62) - 1)
-    return str(uuid.UUID(int=value))
+    r = _rng.getrandbits(74)
+    v = (ms << 80) | (0x7 << 76) | ((r >> 62) << 64) | (0b10 << 62) | (r & ((1 << 62) - 1))
+    h = f"{v:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

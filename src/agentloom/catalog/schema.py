@@ -22,6 +22,7 @@ from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
+from agentloom.catalog.fastcheck import compile_fast
 from agentloom.catalog.spec import SCHEMA_ORIGINS, SchemaOrigin, freeze_json, thaw_json
 from agentloom.errors import CatalogError
 
@@ -105,13 +106,17 @@ class ArgumentValidator:
     retrieved. ``format`` is an annotation, as 2020-12 specifies by default.
     """
 
-    __slots__ = ("_validator",)
+    __slots__ = ("_fast", "_validator")
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
-        self._validator = Draft202012Validator(thaw_json(schema), registry=Registry())
+        plain = thaw_json(schema)
+        self._validator = Draft202012Validator(plain, registry=Registry())
+        self._fast = compile_fast(plain)
 
     def is_valid(self, instance: Any) -> bool:
         """Whether ``instance`` satisfies the schema."""
+        if self._fast is not None and self._fast(instance):
+            return True
         return bool(self._validator.is_valid(instance))
 
     def errors(self, instance: Any) -> list[str]:
@@ -119,7 +124,7 @@ class ArgumentValidator:
 
         The valid case costs one ``is_valid`` pass and collects nothing.
         """
-        if self._validator.is_valid(instance):
+        if self.is_valid(instance):
             return []
         found = self._validator.iter_errors(instance)
         return sorted(f"{error.json_path}: {error.message}" for error in found)

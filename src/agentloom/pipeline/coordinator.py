@@ -5,6 +5,12 @@ queued while the previous transaction was running and commits them together, so
 100 concurrent callers share one fsync instead of paying one each. Each write set
 still succeeds or fails on its own (fence, revision conflict). A failure is
 raised to the caller: persistence errors are never fail-open.
+
+A caller that is alone (``inline=True``, nothing queued or in flight) commits on
+the event loop's thread instead: there is nothing to batch with, and the two
+thread hand-offs would cost more than the commit's own CPU work. The loop is
+blocked for that one commit's duration, then yields once so that other callers
+can start (and turn the next commits into group commits).
 """
 
 from __future__ import annotations
@@ -35,23 +41,39 @@ class CommitCoordinator:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._queued = 0  # write sets handed to the writer thread and not yet settled
 
-    async def commit(self, ws: WriteSet) -> None:
-        """Commit ``ws`` atomically; raise ``FencedOut`` / ``RevisionConflict`` / ``StoreError``."""
+    async def commit(self, ws: WriteSet, *, inline: bool = False) -> None:
+        """Commit ``ws`` atomically; raise ``FencedOut`` / ``RevisionConflict`` / ``StoreError``.
+
+        ``inline`` says the caller is the only one committing right now; the commit then
+        runs on this thread when the writer thread has nothing queued.
+        """
         if self._closed:
             raise StoreError("the commit coordinator is closed; nothing was written")
-        if not self.store.durable:
-            outcome = self.store.commit_many([ws])[0]
+        if not self.store.durable or (inline and self._queued == 0):
+            try:
+                outcome = self.store.commit_many([ws])[0]
+            except StoreError:
+                raise
+            except Exception as exc:
+                raise StoreError(f"commit failed: {exc}") from exc
             self.stats.transactions += 1
             self.stats.write_sets += 1
             if outcome is not None:
                 raise outcome
+            if self.store.durable:
+                await asyncio.sleep(0)  # let other callers in: they turn this into group commit
             return
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         self._ensure_thread()
+        self._queued += 1
         self._queue.put((ws, future, loop))
-        await future
+        try:
+            await future
+        finally:
+            self._queued -= 1
 
     def _ensure_thread(self) -> None:
         if self._thread is not None:

@@ -65,16 +65,25 @@ class InvocationPipeline:
         self.hooks = hooks or HookManager()
         self.context = context or ContextManager(store)
         self.observer = observer
+        self._active = 0  # calls in flight; a lone call commits without the writer thread
 
     # -- entry points ------------------------------------------------------------------
     async def invoke(self, request: Request, handler: CapabilityHandler) -> OperationResult:
         """Run (or, for a known logical key, recover) one logical call to a terminal envelope."""
+        self._active += 1
+        try:
+            return await self._invoke(request, handler)
+        finally:
+            self._active -= 1
+
+    async def _invoke(self, request: Request, handler: CapabilityHandler) -> OperationResult:
         ctx = request.context
-        existing = self.store.query(
-            "operations", {"run_id": ctx.run_id, "logical_key": request.logical_key}, limit=1
-        )
-        if existing:
-            return await self.resume(OperationState.from_row(existing[0]), request, handler)
+        if request.logical_key != request.operation_id:
+            # A caller-named logical call may already exist: recover it, never run it twice.
+            # (A key equal to the freshly minted operation id cannot exist yet.)
+            existing = self._find(request)
+            if existing is not None:
+                return await self.resume(existing, request, handler)
         try:
             spec = self.registry.resolve(ctx.catalog, request.model_name)
         except CatalogError as exc:
@@ -90,7 +99,10 @@ class InvocationPipeline:
             state.phase = "hooks_before"
             state.cursor = {"timing": "before", "position": 0}
             ops.append(self._hook_started(state, "before", 0, before[0]))
-            await self._commit(request, [state.row(), *ops])
+            try:
+                await self._commit(request, [state.row(new=True), *ops])
+            except RevisionConflict:
+                return await self._lost_race(request, handler)
             crashpoints.reached("intent_saved")
             self._observe("operation.started", state)
             denied = await self._run_chain(state, request, spec, before, 0, "before")
@@ -98,6 +110,22 @@ class InvocationPipeline:
                 return denied
             ops = []
         return await self._execute_phase(state, request, spec, handler, ops)
+
+    def _find(self, request: Request) -> OperationState | None:
+        rows = self.store.query(
+            "operations",
+            {"run_id": request.context.run_id, "logical_key": request.logical_key}, limit=1,
+        )
+        return OperationState.from_row(rows[0]) if rows else None
+
+    async def _lost_race(self, request: Request, handler: CapabilityHandler) -> OperationResult:
+        """Another caller created this logical call first: wait on theirs, do not run a second."""
+        existing = self._find(request)
+        if existing is None:
+            raise RevisionConflict(
+                f"logical call {request.logical_key!r} conflicted but cannot be found"
+            )
+        return await self.resume(existing, request, handler)
 
     async def resume(
         self, state: OperationState, request: Request, handler: CapabilityHandler
@@ -193,13 +221,18 @@ class InvocationPipeline:
             state.cursor = None
             frozen = dict(state.payload)
             state.request["executed_arguments"] = frozen
-            await self._commit(
-                request,
-                [*pending, state.row(),
-                 attempt_row(state.operation_id, attempt_no, "started",
-                             {"arguments": frozen}, finished=False)],
-            )
             first = bool(pending) or (attempt_no == 1 and not state.chain["before"])
+            try:
+                await self._commit(
+                    request,
+                    [*pending, state.row(new=first),
+                     attempt_row(state.operation_id, attempt_no, "started",
+                                 {"arguments": frozen}, finished=False)],
+                )
+            except RevisionConflict:
+                if not first:
+                    raise
+                return await self._lost_race(request, handler)
             pending = []
             if first:
                 crashpoints.reached("intent_saved")
@@ -240,7 +273,7 @@ class InvocationPipeline:
             if denied is not None:
                 return denied
             return await self._deliver(state, request, [])
-        return await self._deliver(state, request, [raw_row], raw_merged=True)
+        return await self._deliver(state, request, [raw_row], raw_merged=True, raw_obj=raw)
 
     def _final_checks(
         self, state: OperationState, request: Request, spec: CapabilitySpec
@@ -258,11 +291,11 @@ class InvocationPipeline:
                 message="the run deadline passed before this call could run",
                 external_outcome="not_started",
             )
-        try:
-            self.registry.check_current(ctx.catalog)
+        try:  # also refuses a catalog whose release moved on to another version
+            validator = self.registry.validator(ctx.catalog, spec.capability_key)
         except CatalogError as exc:
             return "failed", exc.error
-        errors = self.registry.validator(ctx.catalog, spec.capability_key).errors(state.payload)
+        errors = validator.errors(state.payload)
         if errors:
             return "failed", OperationError(
                 code="INVALID_ARGUMENTS", category="validation", phase="validate",
@@ -494,11 +527,14 @@ class InvocationPipeline:
         )
 
     async def _deliver(
-        self, state: OperationState, request: Request, pending: list[Op], *, raw_merged: bool = False
+        self, state: OperationState, request: Request, pending: list[Op], *,
+        raw_merged: bool = False, raw_obj: ToolResult | None = None,
     ) -> OperationResult:
         assert state.raw is not None
-        effective = state.result if state.result is not None else state.raw
-        result = ToolResult.from_dict(effective)
+        if state.result is None and raw_obj is not None:
+            result = raw_obj
+        else:
+            result = ToolResult.from_dict(state.result if state.result is not None else state.raw)
         outcome: Outcome = result.status
         if result.error is not None and result.error.category == "cancelled":
             outcome = "cancelled"
@@ -523,29 +559,19 @@ class InvocationPipeline:
         """Commit the terminal state, the effective result, its context record and the
         delivery record together; only then is the waiter given the envelope."""
         ctx = request.context
-        raw = ToolResult.from_dict(state.raw) if state.raw is not None else None
-        envelope = OperationResult(
-            operation_id=state.operation_id,
-            capability=state.capability_key,
-            outcome=outcome,
-            result=result if outcome not in ("denied_after_execution",) else None,
-            raw=raw,
-            error=error,
-            reason=reason if outcome != "denied_after_execution"
-            else f"{reason} ({SIDE_EFFECTS_NOT_ROLLED_BACK})",
-            attempts=state.attempts,
-            executed_arguments=dict(state.payload) if state.attempts else None,
-            proposed_arguments=dict(state.request["proposed_arguments"]),
-        )
+        if outcome == "denied_after_execution":
+            reason = f"{reason} ({SIDE_EFFECTS_NOT_ROLLED_BACK})"
         state.phase = "delivered"
         state.cursor = None
-        state.result = result.to_dict() if result is not None else None
-        state.envelope = envelope.to_dict()
+        state.envelope = {"outcome": outcome, "error": error.to_dict() if error else None,
+                          "reason": reason}
+        envelope = state.envelope_result(live_result=result)
+        delivered = result if outcome == "succeeded" else None
         context_ops, _ = self.context.result_ops(
             scope_id=ctx.context_scope, run_id=state.run_id, role=ctx.role,
             operation_id=state.operation_id, capability=state.capability_key,
-            outcome=outcome, result=result if outcome == "succeeded" else None,
-            summary=envelope.describe(),
+            outcome=outcome, result=delivered,
+            summary="" if delivered is not None else envelope.describe(),
         )
         await self._commit(request, [*pending, state.row(), *context_ops])
         if crash_after:
@@ -654,7 +680,8 @@ class InvocationPipeline:
 
     async def _commit(self, request: Request, ops: list[Op]) -> None:
         ctx = request.context
-        await self.coordinator.commit(WriteSet(tuple(ops), Fence(ctx.run_id, ctx.lease_epoch)))
+        await self.coordinator.commit(WriteSet(tuple(ops), Fence(ctx.run_id, ctx.lease_epoch)),
+                                      inline=self._active <= 1)
 
     def _observe(self, kind: str, state: OperationState) -> None:
         if self.observer is None:

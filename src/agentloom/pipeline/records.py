@@ -6,8 +6,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentloom.results import OperationResult
-from agentloom.store.ports import Put
+from agentloom.errors import OperationError
+from agentloom.results import OperationResult, ToolResult
+from agentloom.store.ports import Insert, Put
 
 PHASES = (
     "intent_saved",
@@ -42,9 +43,11 @@ class OperationState:
     envelope: dict[str, Any] | None = None
     created_at: float = field(default_factory=time.time)
 
-    def row(self) -> Put:
+    def row(self, *, new: bool = False) -> Put | Insert:
+        """The operations row; ``new`` makes it an Insert, so a second operation with the same
+        ``(run_id, logical_key)`` is refused by the store instead of overwriting the first."""
         outcome = self.envelope["outcome"] if self.envelope else None
-        return Put(
+        return (Insert if new else Put)(
             "operations",
             {
                 "operation_id": self.operation_id,
@@ -96,14 +99,47 @@ class OperationState:
             created_at=row["created_at"],
         )
 
-    def envelope_result(self) -> OperationResult:
+    def envelope_result(self, *, live_result: ToolResult | None = None) -> OperationResult:
+        """The terminal envelope, rebuilt from the stored facts (the stored ``envelope`` keeps
+        only outcome, error and reason; results and arguments are not stored twice).
+
+        ``live_result`` is the effective result object the caller already holds (it equals
+        what the stored facts decode to); passing it only saves decoding it again.
+        """
         assert self.envelope is not None
-        return OperationResult.from_dict(self.envelope)
+        outcome = self.envelope["outcome"]
+        raw = None
+        if self.raw is not None:
+            raw = live_result if live_result is not None and self.result is None \
+                else ToolResult.from_dict(self.raw)
+        result = None
+        if raw is not None and outcome != "denied_after_execution":
+            result = raw if self.result is None else live_result or ToolResult.from_dict(self.result)
+        error = self.envelope.get("error")
+        return OperationResult(
+            operation_id=self.operation_id,
+            capability=self.capability_key,
+            outcome=outcome,
+            result=result,
+            raw=raw,
+            error=OperationError.from_dict(error) if error else None,
+            reason=self.envelope.get("reason"),
+            attempts=self.attempts,
+            executed_arguments=dict(self.payload) if self.attempts else None,
+            proposed_arguments=dict(self.request["proposed_arguments"]),
+        )
+
+
+def stored_envelope(row: dict[str, Any]) -> OperationResult | None:
+    """The envelope of a stored ``operations`` row, or None while it is not terminal."""
+    state = OperationState.from_row(row)
+    return state.envelope_result() if state.envelope is not None else None
 
 
 def attempt_row(
     operation_id: str, attempt_no: int, status: str, data: dict[str, Any], *, finished: bool
-) -> Put:
+) -> Put | Insert:
+    """The Attempt row: inserted when it starts (a second start is refused), updated when it ends."""
     now = time.time()
     row: dict[str, Any] = {
         "operation_id": operation_id,
@@ -115,7 +151,7 @@ def attempt_row(
         row["finished_at"] = now
     else:
         row["started_at"] = now
-    return Put("attempts", row)
+    return Put("attempts", row) if finished else Insert("attempts", row)
 
 
 def hook_row(

@@ -153,9 +153,13 @@ class SqlStore:
                 f"{fence.lease_epoch}: it lost the lease and nothing was written"
             )
 
-    def _apply(self, cur: Any, ws: WriteSet) -> None:
-        if ws.fence is not None:
+    def _apply(self, cur: Any, ws: WriteSet, fenced: set[Fence] | None) -> None:
+        """Apply one write set. ``fenced`` remembers fences already verified (and locked) in
+        this transaction, so a batch checks each (run, epoch) once."""
+        if ws.fence is not None and (fenced is None or ws.fence not in fenced):
             self._check_fence(cur, ws.fence)
+            if fenced is not None:
+                fenced.add(ws.fence)
         for op in ws.ops:
             t = table(op.table)
             columns = list(op.row.keys())
@@ -202,28 +206,24 @@ class SqlStore:
         return bool(cur.rowcount)
 
     def commit_many(self, batch: Sequence[WriteSet]) -> list[BaseException | None]:
-        outcomes: list[BaseException | None] = [None] * len(batch)
-        single = len(batch) == 1
+        """One transaction for the whole batch. The common case (nothing refused) runs without
+        savepoints; when a write set is refused the transaction is redone with one savepoint per
+        write set, so only the refused ones are rolled back."""
         with self._write_lock:
             cur = self._writer.cursor()
             try:
                 self._begin(cur)
-                for i, ws in enumerate(batch):
-                    if single:
-                        try:
-                            self._apply(cur, ws)
-                        except (FencedOut, RevisionConflict) as exc:
-                            self._writer.rollback()
-                            return [exc]
-                        continue
-                    cur.execute(f"SAVEPOINT ws{i}")
-                    try:
-                        self._apply(cur, ws)
-                    except (FencedOut, RevisionConflict) as exc:
-                        cur.execute(f"ROLLBACK TO SAVEPOINT ws{i}")
-                        outcomes[i] = exc
-                    cur.execute(f"RELEASE SAVEPOINT ws{i}")
+                fenced: set[Fence] = set()
+                try:
+                    for ws in batch:
+                        self._apply(cur, ws, fenced)
+                except (FencedOut, RevisionConflict) as exc:
+                    self._writer.rollback()
+                    if len(batch) == 1:
+                        return [exc]
+                    return self._commit_isolated(cur, batch)
                 self._writer.commit()
+                return [None] * len(batch)
             except StoreError:
                 self._rollback_quietly()
                 raise
@@ -232,6 +232,19 @@ class SqlStore:
                 raise StoreError(f"commit to {self._safe_url()} failed: {exc}") from exc
             finally:
                 cur.close()
+
+    def _commit_isolated(self, cur: Any, batch: Sequence[WriteSet]) -> list[BaseException | None]:
+        outcomes: list[BaseException | None] = [None] * len(batch)
+        self._begin(cur)
+        for i, ws in enumerate(batch):
+            cur.execute(f"SAVEPOINT ws{i}")
+            try:
+                self._apply(cur, ws, None)
+            except (FencedOut, RevisionConflict) as exc:
+                cur.execute(f"ROLLBACK TO SAVEPOINT ws{i}")
+                outcomes[i] = exc
+            cur.execute(f"RELEASE SAVEPOINT ws{i}")
+        self._writer.commit()
         return outcomes
 
     def _rollback_quietly(self) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -18,6 +18,33 @@ _DEFAULTS: dict[str, dict[str, Any]] = {"runs": {"lease_epoch": 0, "data": {}}}
 _UNIQUE: dict[str, tuple[tuple[str, ...], ...]] = {"operations": (("run_id", "logical_key"),)}
 
 
+_KEYS = {name: t.key for name, t in TABLES.items()}
+_COLUMNS = {name: frozenset(t.columns) for name, t in TABLES.items()}
+_JSON = {name: t.json_columns for name, t in TABLES.items()}
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def _stored(table_name: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """Rows are kept as the SQL stores keep them: JSON columns as text, so a caller that
+    mutates its dict after a commit (or after a read) never changes what is stored."""
+    json_columns = _JSON[table_name]
+    return {c: _encode(v) if c in json_columns else v for c, v in row.items()}
+
+
+def _loaded(table_name: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    json_columns = _JSON[table_name]
+    return {
+        c: json.loads(v) if c in json_columns and v is not None else v for c, v in row.items()
+    }
+
+
+# A new row: every column NULL, then the DDL's defaults (as the SQL stores fill them).
+_EMPTY = {
+    name: {**dict.fromkeys(t.columns), **_stored(name, _DEFAULTS.get(name, {}))}
+    for name, t in TABLES.items()
+}
+
+
 class MemoryStore:
     durable = False
 
@@ -27,23 +54,27 @@ class MemoryStore:
         self._tables: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {
             name: {} for name in TABLES
         }
+        # (table, unique columns) -> value tuple -> primary key of the row holding it
+        self._unique: dict[tuple[str, tuple[str, ...]], dict[tuple[Any, ...], tuple[Any, ...]]] = {
+            (name, columns): {} for name, groups in _UNIQUE.items() for columns in groups
+        }
 
     def _key(self, table_name: str, row: Mapping[str, Any]) -> tuple[Any, ...]:
-        return tuple(row.get(k) for k in table(table_name).key)
+        return tuple([row.get(k) for k in _KEYS[table_name]])
 
     def _validate(self, batch: Sequence[WriteSet]) -> None:
         """Refuse the whole batch, as the SQL stores' rolled-back transaction does."""
         for ws in batch:
             for op in ws.ops:
-                try:
-                    t = table(op.table)
-                except ValueError as exc:
-                    raise StoreError(str(exc)) from exc
-                unknown = set(op.row) - set(t.columns)
+                columns = _COLUMNS.get(op.table)
+                if columns is None:
+                    raise StoreError(f"unknown table {op.table!r}; known: {sorted(TABLES)}")
+                unknown = op.row.keys() - columns
                 if unknown:
-                    raise StoreError(f"table {t.name!r} has no columns {sorted(unknown)}")
+                    raise StoreError(f"table {op.table!r} has no columns {sorted(unknown)}")
 
-    def _check(self, ws: WriteSet) -> None:
+    def _check(self, ws: WriteSet) -> list[tuple[Any, ...]]:
+        """Fence and key checks for one write set; returns each op's primary key."""
         if ws.fence is not None:
             run = self._tables["runs"].get((ws.fence.run_id,))
             if run is None:
@@ -55,13 +86,16 @@ class MemoryStore:
                 )
         seen: set[tuple[str, tuple[Any, ...]]] = set()
         claimed: dict[tuple[str, tuple[str, ...], tuple[Any, ...]], tuple[Any, ...]] = {}
+        keys = []
         for op in ws.ops:
             key = self._key(op.table, op.row)
+            keys.append(key)
             taken = key in self._tables[op.table] or (op.table, key) in seen
             if isinstance(op, Insert) and not op.if_absent and taken:
                 raise RevisionConflict(f"{op.table} row {key} already exists")
             seen.add((op.table, key))
             self._check_unique(op, key, claimed)
+        return keys
 
     def _check_unique(
         self,
@@ -69,18 +103,20 @@ class MemoryStore:
         key: tuple[Any, ...],
         claimed: dict[tuple[str, tuple[str, ...], tuple[Any, ...]], tuple[Any, ...]],
     ) -> None:
+        groups = _UNIQUE.get(op.table)
+        if not groups:
+            return
         rows = self._tables[op.table]
         if isinstance(op, Insert) and op.if_absent and key in rows:
             return
         row = {**rows.get(key, {}), **op.row}
-        for columns in _UNIQUE.get(op.table, ()):
+        for columns in groups:
             value = tuple(row.get(c) for c in columns)
             if None in value:
                 continue
             holder = claimed.setdefault((op.table, columns, value), key)
-            if holder != key or any(
-                k != key and tuple(r.get(c) for c in columns) == value for k, r in rows.items()
-            ):
+            stored = self._unique[(op.table, columns)].get(value)
+            if holder != key or (stored is not None and stored != key):
                 raise RevisionConflict(
                     f"{op.table} row with {dict(zip(columns, value, strict=True))} already exists"
                 )
@@ -91,24 +127,49 @@ class MemoryStore:
             self._validate(batch)
             for ws in batch:
                 try:
-                    self._check(ws)
+                    keys = self._check(ws)
                 except (FencedOut, RevisionConflict) as exc:
                     outcomes.append(exc)
                     continue
-                for op in ws.ops:
+                for op, key in zip(ws.ops, keys, strict=True):
                     rows = self._tables[op.table]
-                    key = self._key(op.table, op.row)
-                    if isinstance(op, Put) and key in rows:
-                        rows[key] = {**rows[key], **copy.deepcopy(dict(op.row))}
-                    elif isinstance(op, Insert) and op.if_absent and key in rows:
+                    old = rows.get(key)
+                    if isinstance(op, Put) and old is not None:
+                        new = {**old, **_stored(op.table, op.row)}
+                    elif isinstance(op, Insert) and op.if_absent and old is not None:
                         continue
                     else:
-                        full = dict.fromkeys(table(op.table).columns)
-                        full.update(copy.deepcopy(_DEFAULTS.get(op.table, {})))
-                        full.update(copy.deepcopy(dict(op.row)))
-                        rows[key] = full
+                        new = {**_EMPTY[op.table], **_stored(op.table, op.row)}
+                    rows[key] = new
+                    if op.table in _UNIQUE:
+                        self._reindex(op.table, key, old, new)
                 outcomes.append(None)
         return outcomes
+
+    def _reindex(
+        self, table_name: str, key: tuple[Any, ...], old: dict[str, Any] | None,
+        new: dict[str, Any],
+    ) -> None:
+        for columns in _UNIQUE.get(table_name, ()):
+            index = self._unique[(table_name, columns)]
+            if old is not None:
+                index.pop(tuple(old.get(c) for c in columns), None)
+            value = tuple(new.get(c) for c in columns)
+            if None not in value:
+                index[value] = key
+
+    def _candidates(self, t_name: str, where: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Rows that may match ``where``, found by primary or unique key when it is covered."""
+        rows = self._tables[t_name]
+        t = table(t_name)
+        if where and all(k in where for k in t.key):
+            row = rows.get(tuple(where[k] for k in t.key))
+            return [row] if row is not None else []
+        for columns in _UNIQUE.get(t_name, ()):
+            if all(c in where and where[c] is not None for c in columns):
+                pk = self._unique[(t_name, columns)].get(tuple(where[c] for c in columns))
+                return [rows[pk]] if pk is not None else []
+        return list(rows.values())
 
     def get(self, table_name: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
         t = table(table_name)
@@ -116,7 +177,7 @@ class MemoryStore:
             raise ValueError(f"{t.name} is keyed by {t.key}, got {sorted(key)}")
         with self._lock:
             row = self._tables[table_name].get(self._key(table_name, key))
-            return copy.deepcopy(row) if row is not None else None
+            return _loaded(table_name, row) if row is not None else None
 
     def query(
         self,
@@ -134,8 +195,8 @@ class MemoryStore:
                 raise ValueError(f"table {t.name!r} has no column {column!r}")
         with self._lock:
             rows = [
-                copy.deepcopy(r)
-                for r in self._tables[table_name].values()
+                _loaded(table_name, r)
+                for r in self._candidates(table_name, where)
                 if all(r.get(c) == v for c, v in where.items())
             ]
         if order_by:

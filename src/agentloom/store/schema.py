@@ -96,19 +96,18 @@ CREATE TABLE operations (
   capability_key TEXT NOT NULL, event_type TEXT NOT NULL, phase TEXT NOT NULL, outcome TEXT,
   created_at {real} NOT NULL, updated_at {real} NOT NULL, data TEXT NOT NULL,
   UNIQUE (run_id, logical_key));
-CREATE INDEX operations_run_phase ON operations (run_id, phase);
 CREATE TABLE attempts (
   operation_id TEXT NOT NULL, attempt_no INTEGER NOT NULL, status TEXT NOT NULL,
   started_at {real}, finished_at {real}, data TEXT NOT NULL,
-  PRIMARY KEY (operation_id, attempt_no));
+  PRIMARY KEY (operation_id, attempt_no)){without_rowid};
 CREATE TABLE hook_invocations (
   operation_id TEXT NOT NULL, timing TEXT NOT NULL, position INTEGER NOT NULL,
   hook_id TEXT NOT NULL, status TEXT NOT NULL, decision TEXT, created_at {real} NOT NULL,
-  data TEXT NOT NULL, PRIMARY KEY (operation_id, timing, position));
+  data TEXT NOT NULL, PRIMARY KEY (operation_id, timing, position)){without_rowid};
 CREATE TABLE context_records (
   scope_id TEXT NOT NULL, record_id TEXT NOT NULL, revision INTEGER NOT NULL,
   run_id TEXT NOT NULL, position TEXT NOT NULL, kind TEXT NOT NULL, created_at {real} NOT NULL,
-  data TEXT NOT NULL, PRIMARY KEY (scope_id, record_id, revision));
+  data TEXT NOT NULL, PRIMARY KEY (scope_id, record_id, revision)){without_rowid};
 CREATE TABLE blobs (
   digest TEXT PRIMARY KEY, size INTEGER NOT NULL, created_at {real} NOT NULL,
   content {blob} NOT NULL);
@@ -124,7 +123,7 @@ CREATE INDEX events_run ON events (run_id, event_id);
 MIGRATIONS: tuple[tuple[str, str, str], ...] = (
     (
         "v1: runs, operations, attempts, hook invocations, context records, blobs, results, events",
-        _V1_COMMON.format(real="REAL", blob="BLOB"),
-        _V1_COMMON.format(real="DOUBLE PRECISION", blob="BYTEA"),
+        _V1_COMMON.format(real="REAL", blob="BLOB", without_rowid=" WITHOUT ROWID"),
+        _V1_COMMON.format(real="DOUBLE PRECISION", blob="BYTEA", without_rowid=""),
     ),
 )

@@ -13,10 +13,13 @@ fsyncs it before returning, so the file says what really ran whatever the store 
 With ``--hooks`` a real before-hook (replaces ``n`` with ``n + HOOK_OFFSET`` and adds
 ``tag``) and/or after-hook (adds result metadata) run through the pipeline; each
 appends ``"<operation_id> <timing>\\n"`` to the hook ledger (default ``PATH.hooks``).
+``--die-in-hook TIMING`` makes that hook SIGKILL the process right after its ledger
+line: the hook took effect but its decision was never committed.
 
 Without ``--recover`` the run is started; with it, the run is claimed (a new lease
 epoch), :meth:`Kernel.recover` finishes every non-terminal operation, and the same
-logical calls are issued again (a finished one returns its stored envelope). Each
+logical calls are issued again (a finished one returns its stored envelope); with
+``--no-sweep`` the sweep is skipped and re-issuing a logical call resumes it. Each
 finished call prints one JSON line. Set ``AGENTLOOM_CRASH_AT=name[@n]`` to make the
 process SIGKILL itself at a phase boundary (``agentloom.pipeline.crashpoints``).
 
@@ -31,6 +34,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -42,6 +46,7 @@ from agentloom.catalog import CapabilitySpec
 from agentloom.hooks.spec import HandlerRef, HookSpec
 from agentloom.kernel import Kernel
 from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
+from agentloom.pipeline.records import stored_envelope
 from agentloom.results import ToolResult
 from agentloom.store import open_store
 
@@ -83,9 +88,15 @@ class LedgerAppend:
         return ToolResult.success({"n": n})
 
 
-def _before_hook(hook_ledger: Path) -> Any:
+def _hook_ran(hook_ledger: Path, event: dict[str, Any], timing: str, die: bool) -> None:
+    _append_line(hook_ledger, f"{event['operation_id']} {timing}\n")
+    if die:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _before_hook(hook_ledger: Path, die: bool) -> Any:
     def before(event: dict[str, Any]) -> dict[str, Any]:
-        _append_line(hook_ledger, f"{event['operation_id']} before\n")
+        _hook_ran(hook_ledger, event, "before", die)
         n = event["payload"]["n"]
         return {"decision": "allow", "payload_patch": [
             {"op": "replace", "path": "/payload/n", "value": n + HOOK_OFFSET},
@@ -94,9 +105,9 @@ def _before_hook(hook_ledger: Path) -> Any:
     return before
 
 
-def _after_hook(hook_ledger: Path) -> Any:
+def _after_hook(hook_ledger: Path, die: bool) -> Any:
     def after(event: dict[str, Any]) -> dict[str, Any]:
-        _append_line(hook_ledger, f"{event['operation_id']} after\n")
+        _hook_ran(hook_ledger, event, "after", die)
         return {"decision": "allow", "payload_patch": [
             {"op": "add", "path": "/result/metadata/checked", "value": True},
         ]}
@@ -104,16 +115,17 @@ def _after_hook(hook_ledger: Path) -> Any:
 
 
 def build_kernel(store_url: str, ledger: Path, *, hooks: Sequence[str] = (),
-                 hook_ledger: Path | None = None) -> Kernel:
+                 hook_ledger: Path | None = None, die_in_hook: str | None = None) -> Kernel:
     """A kernel with ``ledger.append`` published under ``RELEASE_ID`` (role ``main``)."""
-    unknown = set(hooks) - {"before", "after"}
+    unknown = {*hooks, *([die_in_hook] if die_in_hook else [])} - {"before", "after"}
     if unknown:
         raise ValueError(f"unknown hook timings {sorted(unknown)}; use before and/or after")
     hook_ledger = hook_ledger or ledger.with_name(ledger.name + ".hooks")
     factories = {"before": _before_hook, "after": _after_hook}
     specs = [HookSpec(hook_id=f"kill-{t}", timing="before" if t == "before" else "after",
                       handler=HandlerRef(ref=f"killharness:{t}")) for t in sorted(set(hooks))]
-    functions = {f"killharness:{t}": factories[t](hook_ledger) for t in sorted(set(hooks))}
+    functions = {f"killharness:{t}": factories[t](hook_ledger, t == die_in_hook)
+                 for t in sorted(set(hooks))}
     kernel = Kernel(store_url, hooks=specs, hook_functions=functions)
     spec = CapabilitySpec(
         resource_version_id="kill-harness-v1", capability_key=CAPABILITY_KEY, kind="hosted",
@@ -126,9 +138,11 @@ def build_kernel(store_url: str, ledger: Path, *, hooks: Sequence[str] = (),
 
 async def run_harness(*, store: str, ledger: Path, run_id: str, calls: int,
                       hooks: Sequence[str] = (), recover: bool = False,
-                      hook_ledger: Path | None = None) -> list[dict[str, Any]]:
+                      hook_ledger: Path | None = None, sweep: bool = True,
+                      die_in_hook: str | None = None) -> list[dict[str, Any]]:
     """Start (or claim and recover) ``run_id`` and issue its ``calls`` logical calls."""
-    kernel = build_kernel(store, ledger, hooks=hooks, hook_ledger=hook_ledger)
+    kernel = build_kernel(store, ledger, hooks=hooks, hook_ledger=hook_ledger,
+                          die_in_hook=die_in_hook)
     lines: list[dict[str, Any]] = []
 
     def emit(source: str, key: str, result: Any) -> None:
@@ -142,7 +156,7 @@ async def run_harness(*, store: str, ledger: Path, run_id: str, calls: int,
             lease = kernel.claim(run_id)
             ctx = kernel.invocation_context(lease, release_id=RELEASE_ID)
             keys = {r["operation_id"]: r["logical_key"] for r in kernel.operations(run_id)}
-            for result in await kernel.recover(ctx):
+            for result in await kernel.recover(ctx) if sweep else []:
                 emit("recover", keys.get(result.operation_id, "?"), result)
         else:
             lease = await kernel.start_run(run_id=run_id)
@@ -254,7 +268,7 @@ def violations(obs: Observed, calls: int) -> list[str]:
         if operation_id not in known:
             found.append(f"effect n={n} by {operation_id}: no operation of run {obs.run_id}")
     for operation_id, row in known.items():
-        envelope = row["data"].get("envelope") or {}
+        envelope = envelope_dict(row)
         values = obs.effect_values(operation_id)
         if row["outcome"] == "succeeded":
             raws = [a for a in obs.attempts[operation_id]
@@ -271,10 +285,16 @@ def violations(obs: Observed, calls: int) -> list[str]:
     return found
 
 
+def envelope_dict(row: dict[str, Any]) -> dict[str, Any]:
+    """The stored envelope of an operations row as a dict ({} while it is not terminal)."""
+    envelope = stored_envelope(row)
+    return envelope.to_dict() if envelope is not None else {}
+
+
 def _context_findings(obs: Observed, row: dict[str, Any]) -> list[str]:
     """I6: the model's history pairs the call with one result, and shows what was executed."""
     key, operation_id = row["logical_key"], row["operation_id"]
-    envelope = row["data"].get("envelope") or {}
+    envelope = envelope_dict(row)
     calls = obs.context.get(f"call:{operation_id}", [])
     results = obs.context.get(f"result:{operation_id}", [])
     found = []
@@ -304,11 +324,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--hooks", default="", help="comma-separated: before, after")
     parser.add_argument("--recover", action="store_true",
                         help="claim the run, recover it, then (re)issue the calls")
+    parser.add_argument("--no-sweep", action="store_true",
+                        help="with --recover: skip Kernel.recover; re-issuing resumes each call")
+    parser.add_argument("--die-in-hook", choices=("before", "after"),
+                        help="that hook SIGKILLs the process after its ledger line")
     args = parser.parse_args(argv)
     hooks = [h.strip() for h in args.hooks.split(",") if h.strip()]
     asyncio.run(run_harness(store=args.store, ledger=args.ledger, run_id=args.run_id,
                             calls=args.calls, hooks=hooks, recover=args.recover,
-                            hook_ledger=args.hook_ledger))
+                            hook_ledger=args.hook_ledger, sweep=not args.no_sweep,
+                            die_in_hook=args.die_in_hook))
     return 0
 
 
