@@ -17,6 +17,7 @@ from typing import Any
 from agentloom.bus import EventBus
 from agentloom.catalog import CapabilityRegistry, CapabilitySpec, legal_model_name
 from agentloom.context import ContextManager, ResultReadHandler, result_read_spec
+from agentloom.hooks.decision import HookOutcome
 from agentloom.hooks.manager import HookManager
 from agentloom.hooks.spec import HookSpec
 from agentloom.ids import new_id
@@ -164,6 +165,25 @@ class Kernel:
             )
             results.append(await self.pipeline.resume(state, request, handler))
         return results
+
+    def hook_outcomes(self, operation_id: str) -> list[HookOutcome]:
+        """One ``HookOutcome`` per hook run of an operation, in chain order (before, then after).
+
+        ``decision_ref`` / ``diagnostic_ref`` name the ``hook_invocations`` row holding the
+        committed decision or the failure diagnostic.
+        """
+        rows = self.store.query("hook_invocations", {"operation_id": operation_id})
+        rows.sort(key=lambda r: (r["timing"] != "before", r["position"]))
+        outcomes = []
+        for row in rows:
+            ref = f"hook_invocations/{operation_id}/{row['timing']}/{row['position']}"
+            data = row["data"]
+            outcomes.append(HookOutcome(
+                execution_status=row["status"],
+                decision_ref=ref if row["decision"] else None,
+                diagnostic_ref=ref if data.get("diagnostic") or data.get("patch_error") else None,
+            ))
+        return outcomes
 
     def operations(self, run_id: str) -> list[dict[str, Any]]:
         return self.store.query("operations", {"run_id": run_id}, order_by=("created_at",))

@@ -199,3 +199,44 @@ async def test_s9_2_hook_receives_a_read_only_event_with_the_documented_fields(m
     assert captured["mutation_refused"] is True
     assert h.tool.calls[0]["arguments"] == {"text": "hi"}
     assert captured["after_result"] == "succeeded"
+
+
+async def test_s5_2_each_decision_and_cursor_is_committed_before_the_next_hook_runs(make: Any) -> None:
+    seen_by_second: list[dict[str, Any]] = []
+    box: dict[str, Any] = {}
+
+    def first(event: Any) -> dict[str, Any]:
+        return {"decision": "allow",
+                "payload_patch": [{"op": "replace", "path": "/payload/text", "value": "one"}]}
+
+    def second(event: Any) -> dict[str, Any]:
+        h = box["h"]
+        rows = h.kernel.store.query("hook_invocations", {"operation_id": event["operation_id"]},
+                                    order_by=("position",))
+        seen_by_second.extend(rows)
+        stored = h.kernel.store.get("operations", {"operation_id": event["operation_id"]})
+        seen_by_second.append({"payload": stored["data"]["payload"]})
+        return {"decision": "allow"}
+
+    h = await make([hook("first", first), hook("second", second)])
+    box["h"] = h
+    await h.call({"text": "x"})
+    first_row, second_row, op = seen_by_second
+    assert (first_row["status"], first_row["decision"], first_row["data"]["cursor"]) == (
+        "succeeded", "allow", 1)
+    assert first_row["data"]["change_hash"] is not None
+    assert second_row["status"] == "started"
+    assert op["payload"] == {"text": "one"}
+
+
+async def test_s5_1_a_hook_outcome_is_recorded_for_every_hook_run(make: Any) -> None:
+    def boom(event: Any) -> Any:
+        raise RuntimeError("x")
+
+    h = await make([hook("ok", lambda e: {"decision": "allow"}), hook("boom", boom),
+                    hook("bad", lambda e: 42), hook("deny", lambda e: {"decision": "deny"})])
+    result = await h.call({"text": "x"})
+    outcomes = h.kernel.hook_outcomes(result.operation_id)
+    assert [o.execution_status for o in outcomes] == ["succeeded", "failed", "invalid", "succeeded"]
+    assert outcomes[0].decision_ref is not None and outcomes[1].decision_ref is None
+    assert outcomes[1].diagnostic_ref is not None and outcomes[0].diagnostic_ref is None

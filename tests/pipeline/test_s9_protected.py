@@ -101,3 +101,26 @@ async def test_s9_5_after_hook_patch_of_the_proposed_arguments_is_refused(make: 
     result = await h.call({"text": "x"})
     assert result.executed_arguments == {"text": "x"}
     assert h.hook_rows(result.operation_id)[0]["data"]["patch_error"]["code"] == "HOOK_PATCH_PROTECTED"
+
+
+async def test_s5_3_shared_context_change_is_seen_by_every_role_private_one_is_not(make: Any) -> None:
+    from agentloom.store import Fence, WriteSet
+
+    h = await make([hook("note", lambda e: {"decision": "allow", "context_patch": {
+        "base_revision": 1, "changes": [
+            {"record_id": "plan", "shared": True, "op": "replace", "path": "/status",
+             "value": f"edited by {e['role']}"}]}}, role="executor")],
+        roles={"main": ["demo.echo"], "executor": ["demo.echo"]})
+    shared = h.ctx.shared_scope
+    record = h.kernel.context.record_op(scope_id=shared, run_id=h.lease.run_id, record_id="plan",
+                                        revision=1, kind="note", data={"status": "draft"})
+    await h.kernel.coordinator.commit(WriteSet((record,), Fence(h.lease.run_id, h.lease.lease_epoch)))
+    executor = h.kernel.invocation_context(h.lease, release_id="rel", role="executor")
+    await h.kernel.bus.request("demo_echo", {"text": "x"}, executor)
+    assert executor.shared_scope == shared
+    plan = h.kernel.context.current(shared, "plan")
+    assert plan is not None and plan.revision == 2
+    assert plan.data["status"] == "edited by executor" and plan.data["source"] == "hook:note"
+    assert [r.data["status"] for r in h.kernel.context.history(shared, "plan")] == [
+        "draft", "edited by executor"]
+    assert all(r.record_id != "plan" for r in h.kernel.context.view(h.ctx.context_scope))

@@ -18,7 +18,6 @@ the effective result share one. A durable call without hooks costs two commits.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,12 +26,13 @@ from agentloom.catalog import CapabilityRegistry, CapabilitySpec
 from agentloom.context.manager import ContextManager, call_record_id
 from agentloom.errors import CatalogError, OperationError, RevisionConflict
 from agentloom.hooks.manager import HookManager
-from agentloom.hooks.patch import CallRecord, ChangeSet, PatchInvalid, apply_ops, normalise
 from agentloom.hooks.spec import HookSpec
 from agentloom.pipeline import crashpoints
+from agentloom.pipeline.attempt import run_attempt, sleep_unless_cancelled
+from agentloom.pipeline.chain import HookChain
 from agentloom.pipeline.context import Request
 from agentloom.pipeline.coordinator import CommitCoordinator
-from agentloom.pipeline.ports import AttemptContext, CapabilityHandler, CapabilityRequest
+from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.pipeline.records import OperationState, attempt_row, hook_row
 from agentloom.results import (
     SIDE_EFFECTS_NOT_ROLLED_BACK,
@@ -44,11 +44,10 @@ from agentloom.store.ports import Fence, Op, Store, WriteSet
 
 Observer = Callable[[str, dict[str, Any]], None]
 
-BEFORE_WRITABLE = ("/payload",)
-AFTER_WRITABLE = ("/result/content", "/result/metadata", "/result/artifacts")
 
+class InvocationPipeline(HookChain):
+    """Takes one request through every phase, committing each before the next begins."""
 
-class InvocationPipeline:
     def __init__(
         self,
         *,
@@ -238,7 +237,7 @@ class InvocationPipeline:
                 crashpoints.reached("intent_saved")
                 self._observe("operation.started", state)
             crashpoints.reached("attempt_started")
-            raw = await self._invoke_handler(state, request, spec, handler, attempt_no, frozen)
+            raw = await run_attempt(state, request, spec, handler, attempt_no, frozen)
             crashpoints.reached("effect_done")
             wait = None
             if raw.error is not None and raw.status != "succeeded":
@@ -253,7 +252,7 @@ class InvocationPipeline:
                                           {"arguments": frozen, "raw": raw.to_dict(),
                                            "retry_wait_s": wait}, finished=True)],
             )
-            await self._sleep(wait, ctx.cancel)
+            await sleep_unless_cancelled(wait, ctx.cancel)
         state.raw = raw.to_dict()
         raw_row = attempt_row(state.operation_id, attempt_no, raw.status,
                               {"arguments": frozen, "raw": state.raw}, finished=True)
@@ -304,208 +303,6 @@ class InvocationPipeline:
                 external_outcome="not_started",
             )
         return None
-
-    async def _invoke_handler(
-        self,
-        state: OperationState,
-        request: Request,
-        spec: CapabilitySpec,
-        handler: CapabilityHandler,
-        attempt_no: int,
-        frozen: dict[str, Any],
-    ) -> ToolResult:
-        ctx = request.context
-        actx = AttemptContext(
-            operation_id=state.operation_id, attempt_no=attempt_no, run_id=ctx.run_id,
-            role=ctx.role, deadline=ctx.deadline, cancel=ctx.cancel,
-        )
-        creq = CapabilityRequest(
-            operation_id=state.operation_id, resource_version_id=spec.resource_version_id,
-            capability_key=spec.capability_key, arguments=frozen,
-        )
-        task = asyncio.current_task()
-        assert task is not None
-        stopped = False
-
-        def on_cancel() -> None:
-            nonlocal stopped
-            stopped = True
-            task.cancel()
-
-        remove = ctx.cancel.add_callback(on_cancel)
-        timeout = asyncio.timeout(ctx.deadline - time.time())
-        try:
-            async with timeout:
-                result = await handler.invoke_once(creq, actx)
-            if not isinstance(result, ToolResult):
-                return ToolResult.unknown(OperationError(
-                    code="INVALID_HANDLER_RESULT", category="protocol",
-                    message=f"handler for {spec.capability_key} returned "
-                    f"{type(result).__name__}, not a ToolResult",
-                    external_outcome="unknown"))
-            return result
-        except asyncio.CancelledError:
-            if not stopped:
-                raise
-            task.uncancel()
-            return ToolResult.unknown(OperationError(
-                code="RUN_STOPPED", category="cancelled",
-                message=f"stopped ({ctx.cancel.reason}) while the call was running; "
-                "it may have taken effect", external_outcome="unknown"))
-        except TimeoutError as exc:
-            if timeout.expired():
-                return ToolResult.unknown(OperationError(
-                    code="RUN_DEADLINE_EXCEEDED", category="timeout",
-                    message="the run deadline passed while the call was running; "
-                    "it may have taken effect", external_outcome="unknown"))
-            return _handler_exception(spec, exc)
-        except Exception as exc:
-            return _handler_exception(spec, exc)
-        finally:
-            remove()
-
-    async def _run_chain(
-        self,
-        state: OperationState,
-        request: Request,
-        spec: CapabilitySpec,
-        chain: tuple[HookSpec, ...],
-        start: int,
-        timing: str,
-    ) -> OperationResult | None:
-        """Run hooks ``start..`` in order, committing each; return the envelope on a deny."""
-        for position in range(start, len(chain)):
-            hook = chain[position]
-            event = self._hook_event(state, request, timing)
-            run = await self.hooks.run(hook, event)
-            record: dict[str, Any] = {
-                "hook_id": hook.hook_id, "config_version": self.hooks.version,
-                "input_version": state.payload_version, "status": run.status,
-                "diagnostic": run.diagnostic,
-            }
-            changes = ChangeSet((), ())
-            context_ops: list[Op] = []
-            parsed = run.decision
-            new_doc: dict[str, Any] | None = None
-            if parsed is not None:
-                record["decision"] = parsed.decision
-                record["reason"] = parsed.reason
-                patch_error = parsed.patch_error
-                if patch_error is None and (parsed.payload_patch or parsed.context_patch):
-                    try:
-                        changes, new_doc, context_ops = self._prepare_changes(
-                            state, request, spec, parsed, timing, event, hook
-                        )
-                    except PatchInvalid as exc:
-                        patch_error = exc
-                if patch_error is not None:
-                    changes, new_doc, context_ops = ChangeSet((), ()), None, []
-                    record["patch_error"] = {"code": patch_error.code,
-                                             "message": patch_error.message}
-                record["change_hash"] = None if changes.empty else changes.digest()
-                record["changes"] = changes.to_dict() if not changes.empty else None
-                if parsed.decision == "deny":
-                    return await self._deny(state, request, hook, position, timing, record)
-            snapshot = (state.payload, state.payload_version, state.call_revision, state.result)
-            accepted: list[Op] = []
-            if new_doc is not None and not changes.empty:
-                accepted = self._accept_changes(state, request, timing, new_doc, hook)
-            try:
-                await self._commit_hook(state, request, chain, position, timing, hook, run.status,
-                                        record, [*accepted, *context_ops])
-            except RevisionConflict:
-                if not context_ops:
-                    raise
-                # A record this hook patched changed concurrently: its whole patch is stale.
-                state.payload, state.payload_version, state.call_revision, state.result = snapshot
-                record["patch_error"] = {"code": "HOOK_PATCH_STALE", "message":
-                                         "a context record changed concurrently; patch dropped"}
-                record["change_hash"] = record["changes"] = None
-                await self._commit_hook(state, request, chain, position, timing, hook,
-                                        run.status, record, [])
-            crashpoints.reached("hook_committed")
-        return None
-
-    async def _commit_hook(
-        self, state: OperationState, request: Request, chain: tuple[HookSpec, ...],
-        position: int, timing: str, hook: HookSpec, status: str, record: dict[str, Any],
-        extra: list[Op],
-    ) -> None:
-        """Commit one hook's decision, accepted change set and the advanced cursor together."""
-        next_position = position + 1
-        record["cursor"] = next_position
-        state.cursor = {"timing": timing, "position": next_position}
-        ops: list[Op] = [*extra, hook_row(state.operation_id, timing, position, hook.hook_id,
-                                          status, record, record.get("decision"))]
-        if next_position < len(chain):
-            ops.append(self._hook_started(state, timing, next_position, chain[next_position]))
-        await self._commit(request, [state.row(), *ops])
-
-    def _prepare_changes(
-        self, state: OperationState, request: Request, spec: CapabilitySpec, parsed: Any,
-        timing: str, event: dict[str, Any], hook: HookSpec,
-    ) -> tuple[ChangeSet, dict[str, Any], list[Op]]:
-        ctx = request.context
-        call = None
-        if ctx.context_scope is not None and timing == "before":
-            call = CallRecord(call_record_id(state.operation_id), state.call_revision,
-                              "/arguments", "/payload")
-        changes = normalise(
-            parsed.payload_patch, parsed.context_patch, call=call,
-            writable=BEFORE_WRITABLE if timing == "before" else AFTER_WRITABLE,
-            payload_version=state.payload_version,
-        )
-        new_doc = apply_ops(event, changes.ops)
-        if timing == "before":
-            payload = new_doc.get("payload")
-            if not isinstance(payload, dict):
-                raise PatchInvalid("HOOK_PATCH_INVALID", "the payload must stay an object")
-            errors = self.registry.validator(ctx.catalog, spec.capability_key).errors(payload)
-            if errors and changes.ops:
-                raise PatchInvalid(
-                    "HOOK_PATCH_INVALID",
-                    "patched arguments do not match the schema: " + "; ".join(errors[:3]),
-                )
-        else:
-            try:
-                patched = ToolResult.from_dict(new_doc["result"])
-            except (KeyError, TypeError, ValueError) as exc:
-                raise PatchInvalid("HOOK_PATCH_INVALID", f"patched result is invalid: {exc}") from exc
-            if state.raw is not None and patched.status != state.raw["status"]:
-                raise PatchInvalid("HOOK_PATCH_PROTECTED", "a hook cannot change a result's status")
-        context_ops = self.context.prepare_changes(
-            changes.context_changes, private_scope=ctx.context_scope,
-            shared_scope=ctx.shared_scope, run_id=ctx.run_id, source=f"hook:{hook.hook_id}",
-        )
-        return changes, new_doc, context_ops
-
-    def _accept_changes(
-        self, state: OperationState, request: Request, timing: str,
-        new_doc: dict[str, Any], hook: HookSpec,
-    ) -> list[Op]:
-        ctx = request.context
-        if timing == "after":
-            state.result = new_doc["result"]
-            return []
-        state.payload = new_doc["payload"]
-        state.payload_version += 1
-        if ctx.context_scope is None:
-            return []
-        state.call_revision += 1
-        return [
-            self.context.record_op(
-                scope_id=ctx.context_scope, run_id=state.run_id,
-                record_id=call_record_id(state.operation_id), revision=state.call_revision,
-                kind="tool_call", position=f"{state.operation_id}:0",
-                data={
-                    "operation_id": state.operation_id,
-                    "capability": state.capability_key,
-                    "arguments": state.payload,
-                    "proposed_arguments": state.request["proposed_arguments"],
-                    "source": f"hook:{hook.hook_id}",
-                },
-            )
-        ]
 
     async def _deny(
         self, state: OperationState, request: Request, hook: HookSpec, position: int,
@@ -610,74 +407,7 @@ class InvocationPipeline:
         )
         return await self._finish(state, request, "failed", None, error=exc.error, pending=[])
 
-    # -- recovery helpers ------------------------------------------------------------------
-    def _recorded_chain(self, state: OperationState, timing: str) -> tuple[HookSpec, ...]:
-        chain: list[HookSpec] = []
-        for hook_id in state.chain.get(timing, []):
-            hook = self.hooks.get(hook_id)
-            if hook is None:
-                raise CatalogError(
-                    f"operation {state.operation_id} was started with hook {hook_id!r}, "
-                    "which is no longer configured; restore it to recover this run",
-                    code="HOOK_CONFIG_CHANGED",
-                )
-            chain.append(hook)
-        return tuple(chain)
-
-    async def _settle_interrupted_hook(
-        self, state: OperationState, request: Request, timing: str, chain: tuple[HookSpec, ...]
-    ) -> int | None:
-        """A hook that started without a committed decision is ``indeterminate``: record it,
-        keep the last effective value (fail-open) and never run it again."""
-        cursor = state.cursor or {"timing": timing, "position": 0}
-        position = int(cursor.get("position", 0))
-        if position >= len(chain):
-            return None
-        rows = self.store.query("hook_invocations", {"operation_id": state.operation_id,
-                                                     "timing": timing, "position": position})
-        if rows and rows[0]["status"] == "started":
-            hook = chain[position]
-            record = {"hook_id": hook.hook_id, "config_version": self.hooks.version,
-                      "input_version": state.payload_version, "status": "indeterminate",
-                      "diagnostic": "the runtime stopped while this hook ran; its decision "
-                      "was lost and it was not run again (fail-open)",
-                      "cursor": position + 1}
-            position += 1
-            state.cursor = {"timing": timing, "position": position}
-            ops: list[Op] = [hook_row(state.operation_id, timing, position - 1, hook.hook_id,
-                                      "indeterminate", record)]
-            if position < len(chain):
-                ops.append(self._hook_started(state, timing, position, chain[position]))
-            await self._commit(request, [state.row(), *ops])
-        return position if position < len(chain) else None
-
     # -- plumbing ----------------------------------------------------------------------------
-    def _hook_started(self, state: OperationState, timing: str, position: int, hook: HookSpec) -> Op:
-        return hook_row(state.operation_id, timing, position, hook.hook_id, "started",
-                        {"hook_id": hook.hook_id, "input_version": state.payload_version})
-
-    def _hook_event(self, state: OperationState, request: Request, timing: str) -> dict[str, Any]:
-        ctx = request.context
-        event: dict[str, Any] = {
-            "timing": timing,
-            "event": request.event_type,
-            "capability": state.capability_key,
-            "model_name": request.model_name,
-            "role": ctx.role,
-            "run_id": ctx.run_id,
-            "operation_id": state.operation_id,
-            "purpose": request.purpose,
-            "payload": state.payload,
-            "payload_version": state.payload_version,
-            "proposed_payload": state.request["proposed_arguments"],
-        }
-        if ctx.context_scope is not None:
-            event["context"] = {"call_record": {"record_id": call_record_id(state.operation_id),
-                                                "revision": state.call_revision}}
-        if timing == "after":
-            event["result"] = state.result if state.result is not None else state.raw
-        return event
-
     async def _commit(self, request: Request, ops: list[Op]) -> None:
         ctx = request.context
         await self.coordinator.commit(WriteSet(tuple(ops), Fence(ctx.run_id, ctx.lease_epoch)),
@@ -691,23 +421,3 @@ class InvocationPipeline:
         if state.envelope is not None:
             payload["outcome"] = state.envelope["outcome"]
         self.observer(kind, payload)
-
-    @staticmethod
-    async def _sleep(seconds: float, cancel: Any) -> None:
-        waiter = asyncio.ensure_future(cancel.wait())
-        try:
-            await asyncio.wait_for(asyncio.shield(waiter), timeout=seconds)
-        except TimeoutError:
-            pass
-        finally:
-            waiter.cancel()
-
-
-def _handler_exception(spec: CapabilitySpec, exc: BaseException) -> ToolResult:
-    """A handler that raised instead of returning a result: its outcome is unknown."""
-    return ToolResult.unknown(OperationError(
-        code="HANDLER_EXCEPTION", category="unknown",
-        message=f"{spec.capability_key} raised {type(exc).__name__}: {exc}",
-        external_outcome="unknown"))
-
-

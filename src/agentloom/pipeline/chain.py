@@ -1,0 +1,253 @@
+"""The ordered hook chain of one operation (000 §5.2, §5.5), as a mixin of the pipeline.
+
+Each hook runs on a read-only event; its decision and normalised change set are
+validated, applied and committed with the advanced cursor before the next hook
+runs. A deny ends the chain. After a crash, a hook that started without a
+committed decision is ``indeterminate``: recorded, not run again, fail-open.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentloom.catalog import CapabilityRegistry, CapabilitySpec
+from agentloom.context.manager import ContextManager, call_record_id
+from agentloom.errors import CatalogError, RevisionConflict
+from agentloom.hooks.manager import HookManager
+from agentloom.hooks.patch import CallRecord, ChangeSet, PatchInvalid, apply_ops, normalise
+from agentloom.hooks.spec import HookSpec
+from agentloom.pipeline import crashpoints
+from agentloom.pipeline.context import Request
+from agentloom.pipeline.records import OperationState, hook_row
+from agentloom.results import OperationResult, ToolResult
+from agentloom.store.ports import Op, Store
+
+BEFORE_WRITABLE = ("/payload",)
+AFTER_WRITABLE = ("/result/content", "/result/metadata", "/result/artifacts")
+
+
+class HookChain:
+    """Hook-chain steps of ``InvocationPipeline``; the pipeline supplies the collaborators."""
+
+    store: Store
+    registry: CapabilityRegistry
+    hooks: HookManager
+    context: ContextManager
+
+    async def _commit(self, request: Request, ops: list[Op]) -> None:
+        raise NotImplementedError
+
+    async def _deny(
+        self, state: OperationState, request: Request, hook: HookSpec, position: int,
+        timing: str, record: dict[str, Any],
+    ) -> OperationResult:
+        raise NotImplementedError
+
+    async def _run_chain(
+        self,
+        state: OperationState,
+        request: Request,
+        spec: CapabilitySpec,
+        chain: tuple[HookSpec, ...],
+        start: int,
+        timing: str,
+    ) -> OperationResult | None:
+        """Run hooks ``start..`` in order, committing each; return the envelope on a deny."""
+        for position in range(start, len(chain)):
+            hook = chain[position]
+            event = self._hook_event(state, request, timing)
+            run = await self.hooks.run(hook, event)
+            record: dict[str, Any] = {
+                "hook_id": hook.hook_id, "config_version": self.hooks.version,
+                "input_version": state.payload_version, "status": run.status,
+                "diagnostic": run.diagnostic,
+            }
+            changes = ChangeSet((), ())
+            context_ops: list[Op] = []
+            parsed = run.decision
+            new_doc: dict[str, Any] | None = None
+            if parsed is not None:
+                record["decision"] = parsed.decision
+                record["reason"] = parsed.reason
+                patch_error = parsed.patch_error
+                if patch_error is None and (parsed.payload_patch or parsed.context_patch):
+                    try:
+                        changes, new_doc, context_ops = self._prepare_changes(
+                            state, request, spec, parsed, timing, event, hook
+                        )
+                    except PatchInvalid as exc:
+                        patch_error = exc
+                if patch_error is not None:
+                    changes, new_doc, context_ops = ChangeSet((), ()), None, []
+                    record["patch_error"] = {"code": patch_error.code,
+                                             "message": patch_error.message}
+                record["change_hash"] = None if changes.empty else changes.digest()
+                record["changes"] = changes.to_dict() if not changes.empty else None
+                if parsed.decision == "deny":
+                    return await self._deny(state, request, hook, position, timing, record)
+            snapshot = (state.payload, state.payload_version, state.call_revision, state.result)
+            accepted: list[Op] = []
+            if new_doc is not None and not changes.empty:
+                accepted = self._accept_changes(state, request, timing, new_doc, hook)
+            try:
+                await self._commit_hook(state, request, chain, position, timing, hook, run.status,
+                                        record, [*accepted, *context_ops])
+            except RevisionConflict:
+                if not context_ops:
+                    raise
+                # A record this hook patched changed concurrently: its whole patch is stale.
+                state.payload, state.payload_version, state.call_revision, state.result = snapshot
+                record["patch_error"] = {"code": "HOOK_PATCH_STALE", "message":
+                                         "a context record changed concurrently; patch dropped"}
+                record["change_hash"] = record["changes"] = None
+                await self._commit_hook(state, request, chain, position, timing, hook,
+                                        run.status, record, [])
+            crashpoints.reached("hook_committed")
+        return None
+
+    async def _commit_hook(
+        self, state: OperationState, request: Request, chain: tuple[HookSpec, ...],
+        position: int, timing: str, hook: HookSpec, status: str, record: dict[str, Any],
+        extra: list[Op],
+    ) -> None:
+        """Commit one hook's decision, accepted change set and the advanced cursor together."""
+        next_position = position + 1
+        record["cursor"] = next_position
+        state.cursor = {"timing": timing, "position": next_position}
+        ops: list[Op] = [*extra, hook_row(state.operation_id, timing, position, hook.hook_id,
+                                          status, record, record.get("decision"))]
+        if next_position < len(chain):
+            ops.append(self._hook_started(state, timing, next_position, chain[next_position]))
+        await self._commit(request, [state.row(), *ops])
+
+    def _prepare_changes(
+        self, state: OperationState, request: Request, spec: CapabilitySpec, parsed: Any,
+        timing: str, event: dict[str, Any], hook: HookSpec,
+    ) -> tuple[ChangeSet, dict[str, Any], list[Op]]:
+        ctx = request.context
+        call = None
+        if ctx.context_scope is not None and timing == "before":
+            call = CallRecord(call_record_id(state.operation_id), state.call_revision,
+                              "/arguments", "/payload")
+        changes = normalise(
+            parsed.payload_patch, parsed.context_patch, call=call,
+            writable=BEFORE_WRITABLE if timing == "before" else AFTER_WRITABLE,
+            payload_version=state.payload_version,
+        )
+        new_doc = apply_ops(event, changes.ops)
+        if timing == "before":
+            payload = new_doc.get("payload")
+            if not isinstance(payload, dict):
+                raise PatchInvalid("HOOK_PATCH_INVALID", "the payload must stay an object")
+            errors = self.registry.validator(ctx.catalog, spec.capability_key).errors(payload)
+            if errors and changes.ops:
+                raise PatchInvalid(
+                    "HOOK_PATCH_INVALID",
+                    "patched arguments do not match the schema: " + "; ".join(errors[:3]),
+                )
+        else:
+            try:
+                patched = ToolResult.from_dict(new_doc["result"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise PatchInvalid("HOOK_PATCH_INVALID", f"patched result is invalid: {exc}") from exc
+            if state.raw is not None and patched.status != state.raw["status"]:
+                raise PatchInvalid("HOOK_PATCH_PROTECTED", "a hook cannot change a result's status")
+        context_ops = self.context.prepare_changes(
+            changes.context_changes, private_scope=ctx.context_scope,
+            shared_scope=ctx.shared_scope, run_id=ctx.run_id, source=f"hook:{hook.hook_id}",
+        )
+        return changes, new_doc, context_ops
+
+    def _accept_changes(
+        self, state: OperationState, request: Request, timing: str,
+        new_doc: dict[str, Any], hook: HookSpec,
+    ) -> list[Op]:
+        ctx = request.context
+        if timing == "after":
+            state.result = new_doc["result"]
+            return []
+        state.payload = new_doc["payload"]
+        state.payload_version += 1
+        if ctx.context_scope is None:
+            return []
+        state.call_revision += 1
+        return [
+            self.context.record_op(
+                scope_id=ctx.context_scope, run_id=state.run_id,
+                record_id=call_record_id(state.operation_id), revision=state.call_revision,
+                kind="tool_call", position=f"{state.operation_id}:0",
+                data={
+                    "operation_id": state.operation_id,
+                    "capability": state.capability_key,
+                    "arguments": state.payload,
+                    "proposed_arguments": state.request["proposed_arguments"],
+                    "source": f"hook:{hook.hook_id}",
+                },
+            )
+        ]
+
+    def _recorded_chain(self, state: OperationState, timing: str) -> tuple[HookSpec, ...]:
+        chain: list[HookSpec] = []
+        for hook_id in state.chain.get(timing, []):
+            hook = self.hooks.get(hook_id)
+            if hook is None:
+                raise CatalogError(
+                    f"operation {state.operation_id} was started with hook {hook_id!r}, "
+                    "which is no longer configured; restore it to recover this run",
+                    code="HOOK_CONFIG_CHANGED",
+                )
+            chain.append(hook)
+        return tuple(chain)
+
+    async def _settle_interrupted_hook(
+        self, state: OperationState, request: Request, timing: str, chain: tuple[HookSpec, ...]
+    ) -> int | None:
+        """A hook that started without a committed decision is ``indeterminate``: record it,
+        keep the last effective value (fail-open) and never run it again."""
+        cursor = state.cursor or {"timing": timing, "position": 0}
+        position = int(cursor.get("position", 0))
+        if position >= len(chain):
+            return None
+        rows = self.store.query("hook_invocations", {"operation_id": state.operation_id,
+                                                     "timing": timing, "position": position})
+        if rows and rows[0]["status"] == "started":
+            hook = chain[position]
+            record = {"hook_id": hook.hook_id, "config_version": self.hooks.version,
+                      "input_version": state.payload_version, "status": "indeterminate",
+                      "diagnostic": "the runtime stopped while this hook ran; its decision "
+                      "was lost and it was not run again (fail-open)",
+                      "cursor": position + 1}
+            position += 1
+            state.cursor = {"timing": timing, "position": position}
+            ops: list[Op] = [hook_row(state.operation_id, timing, position - 1, hook.hook_id,
+                                      "indeterminate", record)]
+            if position < len(chain):
+                ops.append(self._hook_started(state, timing, position, chain[position]))
+            await self._commit(request, [state.row(), *ops])
+        return position if position < len(chain) else None
+
+    def _hook_started(self, state: OperationState, timing: str, position: int, hook: HookSpec) -> Op:
+        return hook_row(state.operation_id, timing, position, hook.hook_id, "started",
+                        {"hook_id": hook.hook_id, "input_version": state.payload_version})
+
+    def _hook_event(self, state: OperationState, request: Request, timing: str) -> dict[str, Any]:
+        ctx = request.context
+        event: dict[str, Any] = {
+            "timing": timing,
+            "event": request.event_type,
+            "capability": state.capability_key,
+            "model_name": request.model_name,
+            "role": ctx.role,
+            "run_id": ctx.run_id,
+            "operation_id": state.operation_id,
+            "purpose": request.purpose,
+            "payload": state.payload,
+            "payload_version": state.payload_version,
+            "proposed_payload": state.request["proposed_arguments"],
+        }
+        if ctx.context_scope is not None:
+            event["context"] = {"call_record": {"record_id": call_record_id(state.operation_id),
+                                                "revision": state.call_revision}}
+        if timing == "after":
+            event["result"] = state.result if state.result is not None else state.raw
+        return event
