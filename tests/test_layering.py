@@ -23,6 +23,10 @@ FORBIDDEN: dict[str, set[str]] = {
     "errors": {"*"},
     "ids": {"*"},
     "results": {"bus", "pipeline", "hooks", "context", "store", "tools", "catalog", "kernel"},
+    "refs": {"*"},
+    "workspace": {"bus", "pipeline", "kernel", "agent", "hooks", "context", "tools", "sandbox"},
+    "sandbox": {"bus", "pipeline", "kernel", "agent", "hooks", "context", "tools", "workspace",
+                "store"},
 }
 
 

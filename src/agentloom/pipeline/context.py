@@ -4,23 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from agentloom.catalog import ResolvedCatalog
 from agentloom.pipeline.cancel import CancelToken
 from agentloom.pipeline.retry import RetryPolicy
+from agentloom.refs import OwnerRef
 
 DEFAULT_RUN_DEADLINE_S = 3600.0
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OwnerRef:
-    kind: Literal["agent", "workflow"]
-    id: str
-    space_id: str = "default"
-
-    def to_dict(self) -> dict[str, str]:
-        return {"kind": self.kind, "id": self.id, "space_id": self.space_id}
+__all__ = ["DEFAULT_RUN_DEADLINE_S", "InvocationContext", "OwnerRef", "Request"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

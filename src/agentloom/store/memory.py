@@ -15,7 +15,11 @@ from agentloom.store.schema import TABLES, table
 # What the v1 DDL enforces beyond columns and primary keys: column DEFAULTs, and UNIQUE
 # constraints (a tuple holding a NULL never collides, as in SQL).
 _DEFAULTS: dict[str, dict[str, Any]] = {"runs": {"lease_epoch": 0, "data": {}}}
-_UNIQUE: dict[str, tuple[tuple[str, ...], ...]] = {"operations": (("run_id", "logical_key"),)}
+_UNIQUE: dict[str, tuple[tuple[str, ...], ...]] = {
+    "operations": (("run_id", "logical_key"),),
+    "file_roots": (("file_root_id",),),
+    "workspace_scopes": (("owner_kind", "owner_id", "partition_kind", "partition_id", "run_id"),),
+}
 
 
 _KEYS = {name: t.key for name, t in TABLES.items()}

@@ -69,6 +69,25 @@ TABLES: dict[str, Table] = {
             ("result_ref",),
         ),
         Table(
+            "file_roots",
+            ("owner_kind", "owner_id", "space_id", "file_root_id", "created_at"),
+            ("owner_kind", "owner_id"),
+        ),
+        Table(
+            "workspace_scopes",
+            ("workspace_scope_id", "owner_kind", "owner_id", "space_id", "file_root_id",
+             "partition_kind", "partition_id", "run_id", "invocation_id", "persistent", "state",
+             "created_at", "updated_at", "data"),
+            ("workspace_scope_id",),
+            frozenset({"data"}),
+        ),
+        Table(
+            "cleanup_jobs",
+            ("job_id", "run_id", "state", "attempts", "created_at", "updated_at", "data"),
+            ("job_id",),
+            frozenset({"data"}),
+        ),
+        Table(
             "events",
             ("event_id", "run_id", "type", "created_at", "data"),
             ("event_id",),
@@ -120,10 +139,34 @@ CREATE TABLE events (
 CREATE INDEX events_run ON events (run_id, event_id);
 """
 
+_V2_COMMON = """
+CREATE TABLE file_roots (
+  owner_kind TEXT NOT NULL, owner_id TEXT NOT NULL, space_id TEXT NOT NULL,
+  file_root_id TEXT NOT NULL UNIQUE, created_at {real} NOT NULL,
+  PRIMARY KEY (owner_kind, owner_id));
+CREATE TABLE workspace_scopes (
+  workspace_scope_id TEXT PRIMARY KEY, owner_kind TEXT NOT NULL, owner_id TEXT NOT NULL,
+  space_id TEXT NOT NULL, file_root_id TEXT NOT NULL, partition_kind TEXT NOT NULL,
+  partition_id TEXT NOT NULL, run_id TEXT NOT NULL, invocation_id TEXT,
+  persistent INTEGER NOT NULL, state TEXT NOT NULL, created_at {real} NOT NULL,
+  updated_at {real} NOT NULL, data TEXT NOT NULL,
+  UNIQUE (owner_kind, owner_id, partition_kind, partition_id, run_id));
+CREATE INDEX workspace_scopes_run ON workspace_scopes (run_id);
+CREATE TABLE cleanup_jobs (
+  job_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, state TEXT NOT NULL,
+  attempts INTEGER NOT NULL, created_at {real} NOT NULL, updated_at {real} NOT NULL,
+  data TEXT NOT NULL);
+"""
+
 MIGRATIONS: tuple[tuple[str, str, str], ...] = (
     (
         "v1: runs, operations, attempts, hook invocations, context records, blobs, results, events",
         _V1_COMMON.format(real="REAL", blob="BLOB", without_rowid=" WITHOUT ROWID"),
         _V1_COMMON.format(real="DOUBLE PRECISION", blob="BYTEA", without_rowid=""),
+    ),
+    (
+        "v2: file roots, workspace scopes, cleanup jobs",
+        _V2_COMMON.format(real="REAL"),
+        _V2_COMMON.format(real="DOUBLE PRECISION"),
     ),
 )

@@ -1,0 +1,139 @@
+"""Run-end cleanup and owner deletion of workspace folders (000 §7.4).
+
+At the end of a run: every scope of the run loses its write right, the writers are
+revoked (the sandbox must *confirm* that no process of the run is left), ``run.ending``
+is announced, every registered non-persistent folder of the run is deleted, and the
+result is recorded. Anything that fails leaves a retryable cleanup job; nothing here
+runs hooks, so no hook can skip it. Persistent folders stay.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from agentloom.ids import new_id
+from agentloom.refs import OwnerRef
+from agentloom.store.ports import Fence, Put, WriteSet
+from agentloom.workspace.scope import WorkspaceScope, WorkspaceStore
+
+
+class Receipt(Protocol):
+    """What a sandbox revocation returns; ``confirmed`` only when no process is left."""
+
+    @property
+    def confirmed(self) -> bool: ...
+
+
+Revoker = Callable[[str, int], Awaitable[Receipt]]
+Notifier = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CleanupResult:
+    run_id: str
+    job_id: str
+    state: str  # "done" | "pending"
+    deleted: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+    errors: tuple[str, ...] = field(default=())
+
+
+class RunCleanup:
+    def __init__(self, scopes: WorkspaceStore, *, revoke: Revoker | None = None,
+                 notify: Notifier | None = None) -> None:
+        self.scopes = scopes
+        self.revoke = revoke
+        self.notify = notify
+
+    async def end_run(self, run_id: str, lease_epoch: int, *, fence: Fence | None = None,
+                      job_id: str | None = None) -> CleanupResult:
+        """Revoke, announce, delete the run's non-persistent folders, record the result."""
+        job_id = job_id or new_id()
+        run_scopes = [s for s in self.scopes.scopes_for_run(run_id) if s.state != "deleted"]
+        errors: list[str] = []
+        await self.scopes.set_state([s for s in run_scopes if s.state == "registered"],
+                                    "revoked", fence)
+        if self.revoke is not None:
+            try:
+                receipt = await self.revoke(run_id, lease_epoch)
+                if not receipt.confirmed:
+                    errors.append("the sandbox could not confirm that every process of the run "
+                                  "is gone; folders are kept until it can")
+            except Exception as exc:  # a failed revocation must not lead to deleting
+                errors.append(f"revocation failed: {type(exc).__name__}: {exc}")
+        if self.notify is not None:
+            try:
+                self.notify("run.ending", {"run_id": run_id})
+            except Exception:  # observers never change the outcome
+                pass
+        deleted: list[str] = []
+        kept: list[str] = []
+        if not errors:
+            for scope in run_scopes:
+                if scope.persistent:
+                    kept.append(scope.workspace_scope_id)
+                    continue
+                try:  # .../runs/<run>/work: the whole run folder goes
+                    _remove_tree(self.scopes.path(scope).parent)
+                    deleted.append(scope.workspace_scope_id)
+                except OSError as exc:
+                    errors.append(f"deleting scope {scope.workspace_scope_id}: {exc.strerror}")
+        state = "pending" if errors else "done"
+        now = time.time()
+        ops: list[Put] = [Put("workspace_scopes", {"workspace_scope_id": sid, "state": "deleted",
+                                                   "updated_at": now}) for sid in deleted]
+        previous = self.scopes.store.get("cleanup_jobs", {"job_id": job_id})
+        attempts = int(previous["attempts"]) + 1 if previous else 1
+        ops.append(Put("cleanup_jobs", {
+            "job_id": job_id, "run_id": run_id, "state": state, "attempts": attempts,
+            "created_at": previous["created_at"] if previous else now, "updated_at": now,
+            "data": {"lease_epoch": lease_epoch, "deleted": deleted, "kept": kept,
+                     "errors": errors}}))
+        await self.scopes.coordinator.commit(WriteSet(tuple(ops)))
+        return CleanupResult(run_id, job_id, state, tuple(deleted), tuple(kept), tuple(errors))
+
+    async def retry_pending(self) -> list[CleanupResult]:
+        """Run every cleanup job that has not finished yet (a worker calls this periodically)."""
+        results = []
+        for job in self.scopes.store.query("cleanup_jobs", {"state": "pending"},
+                                           order_by=("created_at",)):
+            results.append(await self.end_run(job["run_id"], int(job["data"]["lease_epoch"]),
+                                              job_id=job["job_id"]))
+        return results
+
+    async def delete_owner(self, owner: OwnerRef) -> list[str]:
+        """Delete an owner's folders: every scope of it is revoked and marked deleted, and its
+        file root folder is removed. Its fixed ``file_root_id`` is never reused."""
+        rows = self.scopes.store.query("workspace_scopes",
+                                       {"owner_kind": owner.kind, "owner_id": owner.id})
+        scopes = [WorkspaceScope.from_row(r) for r in rows]
+        for run_id in sorted({s.run_id for s in scopes if s.state == "registered"}):
+            if self.revoke is not None:
+                receipt = await self.revoke(run_id, 1 << 62)
+                if not receipt.confirmed:
+                    raise RuntimeError(f"run {run_id}: cannot confirm its processes are gone; "
+                                       "owner deletion suspended")
+        await self.scopes.set_state([s for s in scopes if s.state != "deleted"], "deleted")
+        root = self.scopes.store.get("file_roots", {"owner_kind": owner.kind,
+                                                    "owner_id": owner.id})
+        if root is not None:
+            owners = "workflows" if owner.kind == "workflow" else "agents"
+            _remove_tree(self.scopes.root / owners / str(root["file_root_id"]))
+        return [s.workspace_scope_id for s in scopes]
+
+
+def _remove_tree(path: Path) -> None:
+    """Delete a folder without following symlinks out of it (``shutil.rmtree`` uses fds)."""
+    if not path.exists() and not path.is_symlink():
+        return
+    if path.is_symlink():
+        path.unlink()
+        return
+    if not shutil.rmtree.avoids_symlink_attacks:  # pragma: no cover - not on Linux
+        raise OSError("refusing to delete: this platform's rmtree can follow symlinks")
+    shutil.rmtree(path)

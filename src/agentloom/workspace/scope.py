@@ -1,0 +1,232 @@
+"""Workspace scopes: who owns which folder, registered before the folder exists (000 §7.1).
+
+The shared root is laid out as::
+
+    <root>/agents/<file_root_id>/manifest.json
+    <root>/agents/<file_root_id>/sessions/<session>/work/            persistent session
+    <root>/agents/<file_root_id>/sessions/<session>/runs/<run>/work/ non-persistent session
+    <root>/agents/<file_root_id>/invocations/<inv>/work/             persistent invocation
+    <root>/agents/<file_root_id>/invocations/<inv>/runs/<run>/work/  non-persistent invocation
+    <root>/workflows/<file_root_id>/sessions/<session>/[runs/<run>/]work/
+    <root>/system/...                                                never mounted for models
+
+A scope is registered under its creation key ``(owner, partition kind, partition id,
+run)``: identity and mount intent are committed first, the folder is created after
+(idempotently), so a crash in between reuses the same scope and path. A new run of a
+persistent session gets a new scope; registering it revokes every older run's scope
+of that partition, so an old run keeps no write right because the path is the same.
+Paths come only from these trusted identities — never from a model, a hook or a user.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from agentloom.errors import AgentLoomError, ConfigError, ErrorCategory, RevisionConflict
+from agentloom.ids import new_id
+from agentloom.refs import OwnerRef
+from agentloom.store.ports import Fence, Insert, Put, Store, WriteSet
+
+PartitionKind = Literal["agent_session", "workflow_session", "invocation"]
+ScopeState = Literal["registered", "revoked", "deleted"]
+
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class WorkspaceScopeError(AgentLoomError):
+    default_code = "WORKSPACE_SCOPE"
+    default_category: ErrorCategory = "permission"
+
+
+def _component(value: str, what: str) -> str:
+    if not _SAFE.match(value) or value in (".", ".."):
+        raise ConfigError(
+            f"{what} {value!r} cannot name a workspace folder: use letters, digits, '.', '_' "
+            "and '-' (at most 128, starting with a letter or digit)"
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkspaceScope:
+    workspace_scope_id: str
+    owner_ref: OwnerRef
+    file_root_id: str
+    partition_kind: PartitionKind
+    partition_id: str
+    run_id: str
+    persistent: bool
+    invocation_id: str | None = None
+    state: ScopeState = "registered"
+
+    @property
+    def relative_path(self) -> Path:
+        """The work folder below the shared root, from the trusted identity alone."""
+        owners = "workflows" if self.owner_ref.kind == "workflow" else "agents"
+        section = "invocations" if self.partition_kind == "invocation" else "sessions"
+        base = Path(owners) / self.file_root_id / section / self.partition_id
+        if not self.persistent:
+            base = base / "runs" / self.run_id
+        return base / "work"
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> WorkspaceScope:
+        return cls(
+            workspace_scope_id=row["workspace_scope_id"],
+            owner_ref=OwnerRef(kind=row["owner_kind"], id=row["owner_id"],
+                               space_id=row["space_id"]),
+            file_root_id=row["file_root_id"],
+            partition_kind=row["partition_kind"],
+            partition_id=row["partition_id"],
+            run_id=row["run_id"],
+            persistent=bool(row["persistent"]),
+            invocation_id=row["invocation_id"],
+            state=row["state"],
+        )
+
+
+class Committer(Protocol):
+    """Where run facts are committed (the runtime's ``CommitCoordinator``)."""
+
+    async def commit(self, ws: WriteSet) -> None: ...
+
+
+class WorkspaceStore:
+    """Registers scopes in the store and maps them to folders under one shared root."""
+
+    def __init__(self, store: Store, coordinator: Committer, root: Path) -> None:
+        self.store = store
+        self.coordinator = coordinator
+        self.root = Path(root)
+
+    # -- file roots ------------------------------------------------------------------
+    async def file_root(self, owner: OwnerRef) -> str:
+        """The owner's fixed ``file_root_id``: created once, never rebuilt."""
+        key = {"owner_kind": owner.kind, "owner_id": owner.id}
+        row = self.store.get("file_roots", key)
+        if row is None:
+            candidate = new_id()
+            try:
+                await self.coordinator.commit(WriteSet((Insert("file_roots", {
+                    **key, "space_id": owner.space_id, "file_root_id": candidate,
+                    "created_at": time.time()}),)))
+            except RevisionConflict:
+                pass  # another worker created it first: use theirs
+            row = self.store.get("file_roots", key)
+            assert row is not None
+        file_root_id = str(row["file_root_id"])
+        self._write_manifest(owner, file_root_id)
+        return file_root_id
+
+    def _write_manifest(self, owner: OwnerRef, file_root_id: str) -> None:
+        owners = "workflows" if owner.kind == "workflow" else "agents"
+        folder = self.root / owners / file_root_id
+        manifest = folder / "manifest.json"
+        if manifest.exists():
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".manifest.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps({"file_root_id": file_root_id, "owner": owner.to_dict()},
+                                  sort_keys=True) + "\n")
+        os.replace(tmp, manifest)
+
+    # -- scopes ----------------------------------------------------------------------------
+    async def register(
+        self,
+        *,
+        owner: OwnerRef,
+        partition_kind: PartitionKind,
+        partition_id: str,
+        run_id: str,
+        persistent: bool,
+        invocation_id: str | None = None,
+        fence: Fence | None = None,
+    ) -> WorkspaceScope:
+        """Register (or find) the scope for this key, then make sure its folder exists."""
+        _component(partition_id, "partition id")
+        _component(run_id, "run id")
+        if owner.kind == "workflow" and partition_kind != "workflow_session":
+            raise ConfigError("a workflow owner's workspace partition must be workflow_session")
+        if owner.kind == "agent" and partition_kind == "workflow_session":
+            raise ConfigError("an agent owner's workspace partition is agent_session or invocation")
+        existing = self._find(owner, partition_kind, partition_id, run_id)
+        if existing is None:
+            file_root_id = await self.file_root(owner)
+            now = time.time()
+            scope = WorkspaceScope(
+                workspace_scope_id=new_id(), owner_ref=owner, file_root_id=file_root_id,
+                partition_kind=partition_kind, partition_id=partition_id, run_id=run_id,
+                persistent=persistent, invocation_id=invocation_id,
+            )
+            ops: list[Insert | Put] = [Insert("workspace_scopes", {
+                "workspace_scope_id": scope.workspace_scope_id, "owner_kind": owner.kind,
+                "owner_id": owner.id, "space_id": owner.space_id, "file_root_id": file_root_id,
+                "partition_kind": partition_kind, "partition_id": partition_id,
+                "run_id": run_id, "invocation_id": invocation_id, "persistent": int(persistent),
+                "state": "registered", "created_at": now, "updated_at": now,
+                "data": {"path": str(scope.relative_path)},
+            })]
+            if persistent:
+                # the same folder, a new run: every older run of it loses its write right
+                for row in self.store.query("workspace_scopes", {
+                        "owner_kind": owner.kind, "owner_id": owner.id,
+                        "partition_kind": partition_kind, "partition_id": partition_id,
+                        "state": "registered"}):
+                    ops.append(Put("workspace_scopes", {
+                        "workspace_scope_id": row["workspace_scope_id"], "state": "revoked",
+                        "updated_at": now}))
+            try:
+                await self.coordinator.commit(WriteSet(tuple(ops), fence))
+            except RevisionConflict:
+                pass  # registered concurrently under the same key: reuse it
+            existing = self._find(owner, partition_kind, partition_id, run_id)
+            assert existing is not None
+        self.ensure_folder(existing)
+        return existing
+
+    def _find(self, owner: OwnerRef, partition_kind: str, partition_id: str,
+              run_id: str) -> WorkspaceScope | None:
+        rows = self.store.query("workspace_scopes", {
+            "owner_kind": owner.kind, "owner_id": owner.id, "partition_kind": partition_kind,
+            "partition_id": partition_id, "run_id": run_id}, limit=1)
+        return WorkspaceScope.from_row(rows[0]) if rows else None
+
+    def get(self, workspace_scope_id: str) -> WorkspaceScope:
+        row = self.store.get("workspace_scopes", {"workspace_scope_id": workspace_scope_id})
+        if row is None:
+            raise WorkspaceScopeError(f"workspace scope {workspace_scope_id} is not registered",
+                                      code="SCOPE_NOT_FOUND", category="not_found")
+        return WorkspaceScope.from_row(row)
+
+    def scopes_for_run(self, run_id: str) -> list[WorkspaceScope]:
+        return [WorkspaceScope.from_row(r)
+                for r in self.store.query("workspace_scopes", {"run_id": run_id})]
+
+    def path(self, scope: WorkspaceScope) -> Path:
+        """The host folder of a scope (internal: never shown to a model or a hook)."""
+        return self.root / scope.relative_path
+
+    def ensure_folder(self, scope: WorkspaceScope) -> Path:
+        folder = self.path(scope)
+        if scope.state == "registered":
+            folder.mkdir(parents=True, exist_ok=True, mode=0o770)
+        return folder
+
+    def writable(self, workspace_scope_id: str) -> bool:
+        """Only a registered (not revoked, not deleted) scope may be written."""
+        return self.get(workspace_scope_id).state == "registered"
+
+    async def set_state(self, scopes: list[WorkspaceScope], state: ScopeState,
+                        fence: Fence | None = None) -> None:
+        if not scopes:
+            return
+        now = time.time()
+        await self.coordinator.commit(WriteSet(tuple(
+            Put("workspace_scopes", {"workspace_scope_id": s.workspace_scope_id, "state": state,
+                                     "updated_at": now}) for s in scopes), fence))
