@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentloom.context.blobs import BLOB_REF_PREFIX
 from agentloom.hooks.patch import ContextChange, PatchInvalid, PatchOp, apply_ops
 from agentloom.ids import new_id
 from agentloom.results import ToolResult
@@ -205,6 +206,21 @@ class ContextManager:
                           covered=[0, len(preview.encode("utf-8"))])
         else:
             record["preview"] = text
+        stored = []
+        for index, artifact in enumerate(result.artifacts if result is not None else ()):
+            if not artifact.ref.startswith(BLOB_REF_PREFIX):
+                continue
+            location = artifact.ref[len(BLOB_REF_PREFIX):]
+            name = artifact.name or str(index)
+            ref = f"{result_ref_for(operation_id)}:{name}"
+            ops.append(Insert("results", {
+                "result_ref": ref, "operation_id": operation_id, "run_id": run_id, "role": role,
+                "scope_id": scope_id, "digest": location.rsplit("/", 1)[-1],
+                "size": artifact.size or 0, "created_at": time.time(), "location": location,
+            }, if_absent=True))
+            stored.append({"name": name, "result_ref": ref, "size": artifact.size})
+        if stored:
+            record["stored"] = stored
         if scope_id is not None:
             ops.append(
                 self.record_op(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentloom.context.blobs import FileBlobStore
 from agentloom.errors import OperationError
 from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
 from agentloom.results import ToolResult
@@ -41,8 +42,9 @@ def result_read_spec(resource_version_id: str = "builtin") -> Any:
 
 
 class ResultReadHandler:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, blobs: FileBlobStore | None = None) -> None:
         self.store = store
+        self.blobs = blobs
 
     async def invoke_once(self, request: CapabilityRequest, context: AttemptContext) -> ToolResult:
         ref = str(request.arguments.get("result_ref", ""))
@@ -63,18 +65,25 @@ class ResultReadHandler:
                     external_outcome="not_started",
                 )
             )
-        blob = self.store.get("blobs", {"digest": row["digest"]})
-        if blob is None:
+        chunk: bytes | None = None
+        size = 0
+        if row.get("location") and self.blobs is not None:
+            try:
+                chunk, size = self.blobs.read(row["location"], offset, limit)
+            except (OSError, ValueError):
+                chunk = None
+        elif (blob := self.store.get("blobs", {"digest": row["digest"]})) is not None:
+            content: bytes = blob["content"]
+            chunk, size = content[offset: offset + limit], len(content)
+        if chunk is None:
             return ToolResult.failure(
                 OperationError(code="RESULT_BLOB_MISSING", category="not_found",
                                message=f"the content of {ref!r} is missing",
                                external_outcome="not_started")
             )
-        content: bytes = blob["content"]
-        chunk = content[offset: offset + limit]
         text = chunk.decode("utf-8", errors="replace")
         end = offset + len(chunk)
         return ToolResult.success(
-            {"text": text, "offset": offset, "next_offset": end if end < len(content) else None,
-             "size": len(content)}
+            {"text": text, "offset": offset, "next_offset": end if end < size else None,
+             "size": size}
         )

@@ -29,6 +29,7 @@ async def run_attempt(
     actx = AttemptContext(
         operation_id=state.operation_id, attempt_no=attempt_no, run_id=ctx.run_id,
         role=ctx.role, deadline=ctx.deadline, cancel=ctx.cancel,
+        workspace_scope_ref=ctx.workspace_scope_ref, lease_epoch=ctx.lease_epoch,
     )
     creq = CapabilityRequest(
         operation_id=state.operation_id, resource_version_id=spec.resource_version_id,

@@ -40,6 +40,8 @@ class AttemptContext:
     role: str | None
     deadline: float
     cancel: CancelToken = field(default_factory=CancelToken)
+    workspace_scope_ref: str | None = None
+    lease_epoch: int | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
 
     @property

@@ -65,7 +65,7 @@ TABLES: dict[str, Table] = {
         Table(
             "results",
             ("result_ref", "operation_id", "run_id", "role", "scope_id", "digest", "size",
-             "created_at"),
+             "created_at", "location"),
             ("result_ref",),
         ),
         Table(
@@ -168,5 +168,10 @@ MIGRATIONS: tuple[tuple[str, str, str], ...] = (
         "v2: file roots, workspace scopes, cleanup jobs",
         _V2_COMMON.format(real="REAL"),
         _V2_COMMON.format(real="DOUBLE PRECISION"),
+    ),
+    (
+        "v3: results may live in the file blob store (location below the shared root)",
+        "ALTER TABLE results ADD COLUMN location TEXT",
+        "ALTER TABLE results ADD COLUMN location TEXT",
     ),
 )
