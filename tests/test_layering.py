@@ -25,6 +25,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "results": {"bus", "pipeline", "hooks", "context", "store", "tools", "catalog", "kernel"},
     "refs": {"*"},
     "workspace": {"bus", "pipeline", "kernel", "agent", "hooks", "context", "tools", "sandbox"},
+    "models": {"bus", "pipeline", "kernel", "agent", "hooks", "context", "tools", "workspace",
+               "sandbox", "store"},
     "sandbox": {"bus", "pipeline", "kernel", "agent", "hooks", "context", "tools", "workspace",
                 "store"},
 }

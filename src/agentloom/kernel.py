@@ -11,35 +11,43 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from agentloom.bus import EventBus
 from agentloom.catalog import CapabilityRegistry, CapabilitySpec, legal_model_name
 from agentloom.context import ContextManager, ResultReadHandler, result_read_spec
+from agentloom.environment import RunEnvironment
+from agentloom.errors import RegistrationError
 from agentloom.hooks.decision import HookOutcome
 from agentloom.hooks.manager import HookManager
 from agentloom.hooks.spec import HookSpec
 from agentloom.ids import new_id
+from agentloom.models.gateway import ModelGateway, is_model_capability
+from agentloom.models.manager import ModelManager
+from agentloom.models.ports import Connection, ModelAdapter
 from agentloom.pipeline.cancel import CancelToken
-from agentloom.pipeline.context import (
-    DEFAULT_RUN_DEADLINE_S,
-    InvocationContext,
-    OwnerRef,
-    Request,
-)
+from agentloom.pipeline.context import DEFAULT_RUN_DEADLINE_S, InvocationContext, Request
 from agentloom.pipeline.coordinator import CommitCoordinator
 from agentloom.pipeline.invocation import InvocationPipeline
 from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.pipeline.records import OperationState
 from agentloom.pipeline.retry import RetryPolicy
+from agentloom.refs import OwnerRef
 from agentloom.results import OperationResult
-from agentloom.store import Insert, Store, WriteSet, open_store
+from agentloom.sandbox import EnvironmentPolicy
+from agentloom.store import Insert, Put, Store, WriteSet, open_store
+from agentloom.store.ports import Fence
 from agentloom.tools.manager import ToolManager
 from agentloom.tools.sdk import Tool, ToolHandler
+from agentloom.workspace.cleanup import CleanupResult
+from agentloom.workspace.resolver import WorkspaceResolver
 
 
-def tool_capability(tool: Tool[Any], release_id: str) -> tuple[CapabilitySpec, ToolHandler]:
+def tool_capability(
+    tool: Tool[Any], release_id: str, files: WorkspaceResolver | None = None
+) -> tuple[CapabilitySpec, ToolHandler]:
     """The catalog entry and handler for an SDK tool (``name`` becomes the capability key)."""
     description = tool.describe()
     spec = CapabilitySpec(
@@ -51,13 +59,17 @@ def tool_capability(tool: Tool[Any], release_id: str) -> tuple[CapabilitySpec, T
         input_schema=description.input_schema,
         handler_ref=f"sdk:{description.name}",
     )
-    return spec, ToolHandler(tool)
+    return spec, ToolHandler(tool, files=files)
+
+
+DEFAULT_WORKSPACE_ROOT = ".agentloom/workspaces"
 
 
 @dataclass(frozen=True, slots=True)
 class RunLease:
     run_id: str
     lease_epoch: int
+    workspace_scope_ref: str | None = None
 
 
 class Kernel:
@@ -68,6 +80,9 @@ class Kernel:
         hooks: Sequence[HookSpec] = (),
         hook_functions: Mapping[str, Callable[..., Any]] | None = None,
         preview_limit: int = 4096,
+        workspace_root: Path | str = DEFAULT_WORKSPACE_ROOT,
+        sandbox: EnvironmentPolicy | None = None,
+        allow_unsandboxed: bool = False,
     ) -> None:
         self.store = open_store(store) if isinstance(store, str) else store
         self.coordinator = CommitCoordinator(self.store)
@@ -81,44 +96,127 @@ class Kernel:
         self.bus = EventBus(self.pipeline)
         self.tools = ToolManager()
         self.bus.register_owner("tool", self.tools)
-        self.tools.register("builtin:result.read", ResultReadHandler(self.store))
+        self.environment = RunEnvironment(
+            self.store, self.coordinator, root=Path(workspace_root), policy=sandbox,
+            allow_unsandboxed=allow_unsandboxed, notify=self.bus.notify)
+        self.tools.register("builtin:result.read",
+                            ResultReadHandler(self.store, self.environment.blobs))
+        # Models (000 §4): ModelManager owns "model" requests; kernel.models is the gateway.
+        self.model_manager = ModelManager()
+        self.bus.register_owner("model", self.model_manager)
+        self.models = ModelGateway(self.bus, self.model_manager)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
 
     # -- catalog -----------------------------------------------------------------------
     def publish(
         self,
         release_id: str,
-        tools: Sequence[tuple[CapabilitySpec, CapabilityHandler] | Tool[Any]],
+        tools: Sequence[tuple[CapabilitySpec, CapabilityHandler] | Tool[Any] | str | CapabilitySpec],
         *,
         roles: Mapping[str, Sequence[str]],
     ) -> str:
-        """Register handlers and publish their specs (plus ``result.read``) as one release.
+        """Register handlers and publish their specs (plus ``result.read`` and every model
+        connection) as one release.
 
-        ``tools`` holds SDK ``Tool`` instances or ``(CapabilitySpec, handler)`` pairs.
+        ``tools`` holds SDK ``Tool`` instances, ``(CapabilitySpec, handler)`` pairs, or the
+        names of built-ins (``"fs.read"``, ``"fs.write"``, …, ``"exec"``). Model connections
+        added with ``add_model`` are published in every role's catalog without being listed;
+        their specs (or ``(spec, handler)`` pairs with a ``model:`` handler) are accepted here
+        too. The ``ModelManager`` owns their handlers, so no tool request can reach them.
         """
-        pairs = [tool_capability(t, release_id) if isinstance(t, Tool) else t for t in tools]
+        pairs = [self._capability(t, release_id) for t in tools]
         specs = [spec for spec, _ in pairs]
         for spec, handler in pairs:
-            if self.tools.handler_for(spec) is None:
-                self.tools.register(spec.handler_ref, handler)
+            owner = self.model_manager if is_model_capability(spec) else self.tools
+            if owner.handler_for(spec) is None:
+                owner.register(spec.handler_ref, handler)
+        listed = {spec.capability_key for spec in specs}
+        specs.extend(s for s in self.model_manager.specs() if s.capability_key not in listed)
+        models = [spec.capability_key for spec in specs if is_model_capability(spec)]
         specs.append(result_read_spec(release_id))
-        role_map = {role: [*keys, "result.read"] for role, keys in roles.items()}
+        role_map = {role: [*keys, *models, "result.read"] for role, keys in roles.items()}
         return self.registry.publish(release_id, specs, roles=role_map)
 
+    def _capability(
+        self, tool: tuple[CapabilitySpec, CapabilityHandler] | Tool[Any] | str | CapabilitySpec,
+        release_id: str,
+    ) -> tuple[CapabilitySpec, CapabilityHandler]:
+        if isinstance(tool, str):
+            return self.environment.builtin(tool, release_id)
+        if isinstance(tool, Tool):
+            return tool_capability(tool, release_id, self.environment.resolver)
+        if isinstance(tool, CapabilitySpec):
+            handler = self.model_manager.handler_for(tool)
+            if handler is None:
+                raise RegistrationError(
+                    f"{tool.capability_key!r} has no registered handler; pass a (spec, handler) "
+                    "pair, or add a model connection with Kernel.add_model first")
+            return tool, handler
+        return tool
+
+    # -- models --------------------------------------------------------------------------
+    def add_model(
+        self,
+        name: str,
+        model: ModelAdapter | Connection,
+        *,
+        first_output_timeout_s: float = 60.0,
+        stream_idle_timeout_s: float | None = None,
+    ) -> CapabilitySpec:
+        """Add model connection ``name`` — a ``Connection`` (see ``models.connect``) or an
+        adapter such as the offline ``TestModel`` — and return its catalog spec
+        (``model.<name>``). Releases published afterwards include it; call it with
+        ``kernel.models.generate(request, ctx, model=name)``."""
+        return self.model_manager.add(
+            name, model, first_output_timeout_s=first_output_timeout_s,
+            stream_idle_timeout_s=stream_idle_timeout_s)
+
     # -- runs ----------------------------------------------------------------------------
-    async def start_run(self, *, run_id: str | None = None, data: dict[str, Any] | None = None,
-                        lease_ttl_s: float = 60.0) -> RunLease:
+    async def start_run(
+        self,
+        *,
+        run_id: str | None = None,
+        data: dict[str, Any] | None = None,
+        lease_ttl_s: float = 60.0,
+        owner: OwnerRef | None = None,
+        workspace: bool = True,
+        session_id: str | None = None,
+    ) -> RunLease:
+        """Create a run, take its lease and (by default) register its workspace.
+
+        With ``session_id`` the workspace is that session's persistent folder; without,
+        a folder of this run's own invocation, deleted when the run ends.
+        """
         run_id = run_id or new_id()
         now = time.time()
+        owner = owner or OwnerRef(kind="agent", id="main")
+        run_data = dict(data or {})
+        run_data["owner"] = owner.to_dict()
         await self.coordinator.commit(WriteSet((Insert("runs", {
             "run_id": run_id, "status": "running", "lease_epoch": 0, "lease_owner": None,
-            "created_at": now, "updated_at": now, "data": data or {},
+            "created_at": now, "updated_at": now, "data": run_data,
         }),)))
-        return self.claim(run_id, lease_ttl_s=lease_ttl_s)
+        lease = self.claim(run_id, lease_ttl_s=lease_ttl_s)
+        if workspace:
+            scope = await self.environment.open_workspace(
+                owner=owner, run_id=run_id, session_id=session_id, invocation_id=run_id,
+                fence=Fence(run_id, lease.lease_epoch))
+            lease = RunLease(run_id, lease.lease_epoch, scope.workspace_scope_id)
+        return lease
 
     def claim(self, run_id: str, *, lease_ttl_s: float = 60.0) -> RunLease:
         """Take over a run: a new lease epoch fences every commit of the previous holder."""
-        return RunLease(run_id, self.store.claim_run(run_id, self.worker_id, lease_ttl_s))
+        epoch = self.store.claim_run(run_id, self.worker_id, lease_ttl_s)
+        scopes = [s for s in self.environment.scopes.scopes_for_run(run_id)
+                  if s.state == "registered"]
+        return RunLease(run_id, epoch, scopes[0].workspace_scope_id if scopes else None)
+
+    async def end_run(self, lease: RunLease, status: str = "succeeded") -> CleanupResult:
+        """Finish a run: record its status, then revoke and clean its workspace (000 §7.4)."""
+        await self.coordinator.commit(WriteSet((Put("runs", {
+            "run_id": lease.run_id, "status": status, "updated_at": time.time()}),),
+            Fence(lease.run_id, lease.lease_epoch)))
+        return await self.environment.end_run(lease.run_id, lease.lease_epoch)
 
     def invocation_context(
         self,
@@ -143,6 +241,7 @@ class Kernel:
             cancel=cancel or CancelToken(),
             role=role,
             context_scope=f"{lease.run_id}/role/{role}" if private_context else None,
+            workspace_scope_ref=lease.workspace_scope_ref,
             shared_scope=f"{lease.run_id}/shared",
         )
 
@@ -154,12 +253,16 @@ class Kernel:
         for row in rows:
             state = OperationState.from_row(row)
             spec = ctx.catalog.by_key(state.capability_key)
-            handler = self.tools.handler_for(spec)
+            owner = self.model_manager if state.event_type == "model" else self.tools
+            handler = owner.handler_for(spec)
             assert handler is not None
+            # Finish the call in the context scope it was made in (model calls have none).
+            scope = state.request.get("context_scope", ctx.context_scope)
+            call_ctx = ctx if scope == ctx.context_scope else replace(ctx, context_scope=scope)
             request = Request(
                 operation_id=state.operation_id, event_type=state.event_type,
                 model_name=state.request["model_name"],
-                arguments=state.request["proposed_arguments"], context=ctx,
+                arguments=state.request["proposed_arguments"], context=call_ctx,
                 logical_key=state.logical_key, causation_id=state.request.get("causation_id"),
                 purpose=state.request.get("purpose"),
             )

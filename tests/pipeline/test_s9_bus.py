@@ -59,9 +59,9 @@ async def test_s9_6_an_owner_without_a_handler_is_an_explicit_error(make: Any) -
         def handler_for(self, spec: Any) -> None:
             return None
 
-    h.kernel.bus.register_owner("model", Nobody())
+    h.kernel.bus.register_owner("widget", Nobody())
     result = await asyncio.wait_for(
-        h.kernel.bus.request("demo_echo", {"text": "x"}, h.ctx, event_type="model"), timeout=5)
+        h.kernel.bus.request("demo_echo", {"text": "x"}, h.ctx, event_type="widget"), timeout=5)
     assert result.outcome == "failed" and result.error.code == "NO_HANDLER"
 
 

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentloom.context.blobs import BLOB_REF_PREFIX
 from agentloom.hooks.patch import ContextChange, PatchInvalid, PatchOp, apply_ops
 from agentloom.ids import new_id
 from agentloom.results import ToolResult
 from agentloom.store.ports import Insert, Op, Store
+from agentloom.workspace.blobs import BLOB_REF_PREFIX
 
 DEFAULT_PREVIEW_LIMIT = 4096
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentloom.context.blobs import FileBlobStore
 from agentloom.errors import OperationError
 from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
 from agentloom.results import ToolResult
 from agentloom.store.ports import Store
+from agentloom.workspace.blobs import FileBlobStore
 
 RESULT_READ_SCHEMA: dict[str, Any] = {
     "type": "object",

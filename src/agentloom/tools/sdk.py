@@ -20,10 +20,11 @@ from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agentloom.errors import CatalogError, OperationError
+from agentloom.errors import AgentLoomError, CatalogError, OperationError
 from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
 from agentloom.results import ToolResult
 from agentloom.tools.normalise import error_from_exception, result_from_exception
+from agentloom.workspace.resolver import ScopedFiles, WorkspaceResolver
 
 __all__ = [
     "StrictInput",
@@ -62,8 +63,6 @@ class ToolContext:
     is stable across the retries of one logical call.
     """
 
-    # A ``files`` attribute (the workspace RPC bound to owner and scope) is added
-    # by the workspace work; it is deliberately absent until then.
     operation_id: str
     attempt_no: int
     run_id: str
@@ -71,16 +70,34 @@ class ToolContext:
     """Wall-clock epoch seconds (``time.time()`` scale) after which the run is over."""
     # Private: ``cancelled`` reads the attempt's live cancel state through it.
     _attempt: AttemptContext = field(repr=False, compare=False)
+    _files: ScopedFiles | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_attempt(cls, context: AttemptContext) -> ToolContext:
+    def from_attempt(cls, context: AttemptContext, files: ScopedFiles | None = None) -> ToolContext:
         return cls(
             operation_id=context.operation_id,
             attempt_no=context.attempt_no,
             run_id=context.run_id,
             deadline=context.deadline,
             _attempt=context,
+            _files=files,
         )
+
+    @property
+    def files(self) -> ScopedFiles:
+        """The file service bound to this call's workspace scope (read, write, edit, …).
+
+        It takes no owner, session, scope or host path: only paths inside the workspace.
+
+        Raises:
+            WorkspaceError: ``WORKSPACE_UNAVAILABLE`` when the run has no workspace.
+        """
+        if self._files is None:
+            from agentloom.workspace.paths import WorkspaceError
+
+            raise WorkspaceError("WORKSPACE_UNAVAILABLE",
+                                 "this call has no workspace: the run was started without one")
+        return self._files
 
     @property
     def cancelled(self) -> bool:
@@ -153,9 +170,10 @@ class Tool(ABC, Generic[InputT]):
 class ToolHandler:
     """Runs one ``Tool`` instance as a pipeline ``CapabilityHandler``: one call, one attempt."""
 
-    def __init__(self, tool: Tool[Any]) -> None:
+    def __init__(self, tool: Tool[Any], *, files: WorkspaceResolver | None = None) -> None:
         _check_definition(type(tool))
         self._tool = tool
+        self._files = files
 
     @property
     def tool(self) -> Tool[Any]:
@@ -172,7 +190,14 @@ class ToolHandler:
             error = error_from_exception(exc, phase="validate")
             return ToolResult(status="failed", error=replace(error, external_outcome="not_started"))
 
-        ctx = ToolContext.from_attempt(context)
+        files = None
+        if self._files is not None and context.workspace_scope_ref is not None:
+            try:
+                files = await self._files.files_for(context)
+            except AgentLoomError as exc:  # no usable workspace: the tool never ran
+                return ToolResult(status="failed", error=replace(exc.error,
+                                                                 external_outcome="not_started"))
+        ctx = ToolContext.from_attempt(context, files)
         try:
             output = await tool.execute(args, ctx)
         except Exception as exc:  # CancelledError is a BaseException and propagates.

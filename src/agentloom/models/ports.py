@@ -1,0 +1,183 @@
+"""The model adapter port (000 §4): one physical Attempt as a stream of provider events.
+
+``ModelAdapter`` is what every protocol adapter implements (``adapters/openai_chat.py``,
+``adapters/openai_responses.py``, a preset's own). ``Connection`` is the frozen, resolved
+connection an adapter is built with: where to send, which protocol, and the two hooks a
+preset supplies — ``body_builder`` (request → wire body) and ``reasoning`` (Chat delta →
+text / reasoning pieces). ``AttemptInfo`` is what one Attempt is bounded by.
+
+This module owns no I/O. Timing lives in ``timers.py``, aggregation and validation in
+``aggregate.py``, error classification in ``errors.py``.
+
+Times: ``AttemptInfo.deadline`` is a wall-clock epoch (``time.time()`` scale), as in the
+pipeline's ``AttemptContext``; durations are seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, Protocol, TypeAlias
+
+from agentloom.errors import ErrorCategory
+from agentloom.models.types import ModelDescriptor, ModelRequest, ProviderEvent, Usage
+from agentloom.pipeline.cancel import CancelToken
+from agentloom.pipeline.ports import AttemptContext
+
+WireProtocol: TypeAlias = Literal["chat", "responses"]
+MaxTokensParam: TypeAlias = Literal["max_tokens", "max_completion_tokens"]
+
+#: ``(text piece, reasoning piece, reasoning_details or None)`` taken from one Chat delta.
+ReasoningPiece: TypeAlias = tuple[str, str, tuple[Mapping[str, Any], ...] | None]
+
+#: Maps one Chat ``delta`` (``content`` plus every non-standard field exactly as received,
+#: e.g. ``reasoning_content``, ``reasoning_details``) to a :data:`ReasoningPiece`.
+#: It is called only for deltas that carry ``content`` or a non-standard field. When the
+#: terminal frame (``finish_reason``) arrives, a stateful extractor (see
+#: ``Connection.reasoning_factory``) that has a ``flush()`` method returning a
+#: ``ReasoningPiece`` gets it called once, to release text it held back (e.g. a possible
+#: partial ``<think>`` tag); an extractor without ``flush`` is called with an empty mapping.
+ReasoningExtractor: TypeAlias = Callable[[Mapping[str, Any]], ReasoningPiece]
+
+#: Builds the JSON request body for one Attempt (``stream`` included). Presets wrap the
+#: protocol defaults ``build_chat_body`` / ``build_responses_body``.
+BodyBuilder: TypeAlias = Callable[[ModelRequest, "Connection"], dict[str, Any]]
+
+DEFAULT_FIRST_OUTPUT_TIMEOUT_S = 60.0
+DEFAULT_FINISH_GRACE_S = 5.0
+
+
+def read_reasoning_content(delta: Mapping[str, Any]) -> ReasoningPiece:
+    """The default extractor: text from ``content``, reasoning from ``reasoning_content``."""
+    text = delta.get("content")
+    reasoning = delta.get("reasoning_content")
+    return (
+        text if isinstance(text, str) else "",
+        reasoning if isinstance(reasoning, str) else "",
+        None,
+    )
+
+
+def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Connection:
+    """A resolved model connection: endpoint, credentials, protocol and provider hooks.
+
+    ``extra_body`` is merged (shallow, last) into every request body; ``stream_options``
+    is sent as-is on Chat requests (``None``: not sent — some providers reject it);
+    ``max_tokens_param`` names the Chat output-limit field. ``reasoning`` reads each Chat
+    delta; ``reasoning_factory``, when set, makes a fresh (stateful) extractor per
+    Attempt instead, e.g. ``<think>`` splitting across chunk boundaries. ``body_builder``
+    ``None`` means the adapter's protocol default. The response-side hooks a preset may
+    set: ``usage_mapper`` (the provider's raw usage object → ``Usage``; default: the
+    OpenAI fields), ``finish_mapper`` (a raw finish reason → the common vocabulary
+    ``stop | length | tool_calls | content_filter | error``; ``error`` fails the Attempt)
+    and ``status_category`` (an HTTP status → an error category overriding the default
+    table in ``models.errors``, ``None`` to keep it). ``connect_timeout_s`` bounds the
+    connect only (reads are bounded by the Attempt's clocks); ``name`` labels the provider
+    in error messages. The API key never appears in ``repr``.
+    """
+
+    base_url: str
+    api_key: str = field(repr=False)
+    model: str
+    protocol: WireProtocol = "chat"
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    extra_headers: Mapping[str, str] = field(default_factory=dict)
+    stream_options: Mapping[str, Any] | None = field(
+        default_factory=lambda: MappingProxyType({"include_usage": True})
+    )
+    max_tokens_param: MaxTokensParam = "max_tokens"
+    reasoning: ReasoningExtractor = read_reasoning_content
+    reasoning_factory: Callable[[], ReasoningExtractor] | None = None
+    body_builder: BodyBuilder | None = None
+    usage_mapper: Callable[[Mapping[str, Any]], Usage] | None = None
+    finish_mapper: Callable[[str | None], str | None] | None = None
+    status_category: Callable[[int], ErrorCategory | None] | None = None
+    connect_timeout_s: float = 10.0
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.protocol not in ("chat", "responses"):
+            raise ValueError(f"connection protocol must be 'chat' or 'responses', not {self.protocol!r}")
+        if self.max_tokens_param not in ("max_tokens", "max_completion_tokens"):
+            raise ValueError(f"unknown max_tokens_param {self.max_tokens_param!r}")
+        object.__setattr__(self, "extra_body", _frozen(self.extra_body))
+        object.__setattr__(self, "extra_headers", _frozen(self.extra_headers))
+        if self.stream_options is not None:
+            object.__setattr__(self, "stream_options", _frozen(self.stream_options))
+
+    def __hash__(self) -> int:
+        return hash((self.base_url, self.model, self.protocol, self.name, self.api_key))
+
+    def extractor(self) -> ReasoningExtractor:
+        """The reasoning extractor for one new Attempt."""
+        return self.reasoning_factory() if self.reasoning_factory is not None else self.reasoning
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptInfo:
+    """What bounds one physical Attempt.
+
+    ``deadline`` is the run deadline (epoch seconds, ``None``: none) and always applies.
+    ``first_output_timeout_s`` counts from the start of the Attempt until the first
+    meaningful event (``types.is_meaningful``) or a complete terminal frame.
+    ``stream_idle_timeout_s`` (``None``: off) bounds the gap between any two provider
+    events (heartbeat frames included; the wait for the first event is the first-output
+    clock's). ``finish_grace_s`` bounds the wait for trailing frames (usage, ``[DONE]``)
+    after a terminal frame; when it runs out the response is complete as received.
+    ``cancel`` is the run's stop signal.
+    """
+
+    attempt_no: int = 1
+    deadline: float | None = None
+    cancel: CancelToken | None = None
+    first_output_timeout_s: float = DEFAULT_FIRST_OUTPUT_TIMEOUT_S
+    stream_idle_timeout_s: float | None = None
+    finish_grace_s: float = DEFAULT_FINISH_GRACE_S
+    operation_id: str | None = None
+
+    @classmethod
+    def from_context(
+        cls,
+        context: AttemptContext,
+        *,
+        first_output_timeout_s: float = DEFAULT_FIRST_OUTPUT_TIMEOUT_S,
+        stream_idle_timeout_s: float | None = None,
+        finish_grace_s: float = DEFAULT_FINISH_GRACE_S,
+    ) -> AttemptInfo:
+        """The bounds of a model Attempt run by the pipeline (``invoke_once``'s context)."""
+        return cls(
+            attempt_no=context.attempt_no, deadline=context.deadline, cancel=context.cancel,
+            first_output_timeout_s=first_output_timeout_s, stream_idle_timeout_s=stream_idle_timeout_s,
+            finish_grace_s=finish_grace_s, operation_id=context.operation_id,
+        )
+
+    def __post_init__(self) -> None:
+        if self.first_output_timeout_s <= 0:
+            raise ValueError("first_output_timeout_s must be positive")
+        if self.stream_idle_timeout_s is not None and self.stream_idle_timeout_s <= 0:
+            raise ValueError("stream_idle_timeout_s must be positive or None")
+        if self.finish_grace_s < 0:
+            raise ValueError("finish_grace_s cannot be negative")
+
+
+class ModelAdapter(Protocol):
+    """One model adapter: a protocol adapter bound to one ``Connection`` (which it exposes as
+    ``connection``), or an offline model, which has none — so ``connection`` is not part of
+    this port.
+
+    ``stream_once`` sends exactly one request (no SDK retries) and yields the provider's
+    events as they arrive; it raises ``models.errors.ModelAttemptError`` for anything
+    that is not a complete stream. It never aggregates, validates or retries.
+    """
+
+    def stream_once(self, request: ModelRequest, attempt: AttemptInfo) -> AsyncIterator[ProviderEvent]: ...
+
+    async def discover(self, connection: Connection | None = None) -> list[ModelDescriptor]: ...
+
+    async def aclose(self) -> None: ...

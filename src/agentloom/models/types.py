@@ -1,0 +1,172 @@
+"""Model values: requests, responses, the adapter's provider events, descriptors (000 §4).
+
+Frozen, keyword-only values. ``ProviderEvent`` is what an adapter yields *inside* one
+Attempt; it never reaches the bus, a hook or a client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """One complete tool call of a response: ``arguments`` is the raw JSON text as received."""
+
+    id: str
+    name: str
+    arguments: str
+    index: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
+    """One message of the assembled history. ``reasoning`` / ``reasoning_details`` keep the
+    provider's reasoning channel so it can be echoed back when the preset requires it."""
+
+    role: Role
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning: str | None = None
+    reasoning_details: tuple[Mapping[str, Any], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolDef:
+    """A tool offered to the model: its model-facing name and JSON Schema parameters."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkParams:
+    enabled: bool | None = None
+    effort: Literal["minimal", "low", "medium", "high", "max"] | None = None
+
+
+OutputFormat: TypeAlias = Literal["text", "json_object"] | Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRequest:
+    """Assembled messages, tool catalog, output format, think parameters, output limit.
+    The model and the credentials come from the frozen release, not from here."""
+
+    messages: tuple[Message, ...]
+    tools: tuple[ToolDef, ...] = ()
+    output_format: OutputFormat = "text"
+    think: ThinkParams | None = None
+    max_output_tokens: int | None = None
+    purpose: str | None = None  # e.g. "compaction"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelResponse:
+    """One complete response of one Attempt, validated before anyone sees it."""
+
+    text: str
+    reasoning: str | None = None
+    reasoning_details: tuple[Mapping[str, Any], ...] | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    model: str | None = None
+    response_id: str | None = None
+
+
+# -- provider events (inside one Attempt only) ----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+    details: tuple[Mapping[str, Any], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of tool call ``index``: ``id`` / ``name`` are set once (repeats are ignored);
+    only ``arguments`` fragments are concatenated."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UsageEvent:
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """A complete terminal frame: the response ended normally."""
+
+    reason: str | None
+    response_id: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """Anything that proves the connection is alive but is not meaningful output: SSE
+    comments, empty deltas, role-only or usage-only frames."""
+
+    what: str = ""
+
+
+ProviderEvent: TypeAlias = (
+    TextDelta | ReasoningDelta | ToolCallDelta | UsageEvent | Finish | Heartbeat
+)
+
+
+def is_meaningful(event: ProviderEvent) -> bool:
+    """First meaningful output (000 §4): non-empty text, reasoning, a tool name or argument
+    fragment. Not the connection, heartbeats, empty deltas, role-only or usage-only frames."""
+    if isinstance(event, TextDelta | ReasoningDelta):
+        return bool(event.text) or bool(getattr(event, "details", None))
+    if isinstance(event, ToolCallDelta):
+        return bool(event.name) or bool(event.arguments)
+    return False
+
+
+# -- descriptors and budgets ---------------------------------------------------------------
+
+DescriptorSource = Literal["provider", "config", "platform_default"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelDescriptor:
+    """What is known about a model: the window W and output limit, and where each came from.
+    A value the provider did not state is never presented as the provider's."""
+
+    provider_model_id: str
+    window: int | None
+    output_limit: int | None
+    source: DescriptorSource
+    fetched_at: float | None = None
+    output_limit_source: DescriptorSource | None = None
+    extras: Mapping[str, Any] = field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""Built-in capabilities: the file tools ``fs.*`` and ``exec`` (000 §7.3)."""

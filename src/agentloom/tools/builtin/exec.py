@@ -1,0 +1,142 @@
+"""The ``exec`` tool (000 §7.3): one command in the calling run's sandbox.
+
+``argv`` runs without a shell; ``shell_script`` only when the environment policy
+allows a shell. The model gets a bounded preview of stdout / stderr (head and tail),
+the exit code and the execution id; a truncated stream's full bytes move into the
+file blob store and are readable with ``result.read`` (``stored`` in the result).
+Every result says whether it ran sandboxed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentloom.catalog import CapabilitySpec, legal_model_name
+from agentloom.errors import AgentLoomError, OperationError
+from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
+from agentloom.results import ArtifactRef, JsonBlock, ToolResult
+from agentloom.sandbox import (
+    BusinessOwner,
+    CapturedStream,
+    ExecCommand,
+    ExecutionResult,
+    SandboxGateway,
+    SandboxScope,
+)
+from agentloom.workspace.blobs import BLOB_REF_PREFIX, FileBlobStore
+from agentloom.workspace.resolver import WorkspaceResolver
+
+EXEC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "shell_script": {"type": "string"},
+        "cwd": {"type": "string", "description": "/work or a folder below it"},
+        "env_patch": {"type": "object", "additionalProperties": {"type": "string"}},
+        "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600},
+    },
+    "additionalProperties": False,
+    "oneOf": [{"required": ["argv"]}, {"required": ["shell_script"]}],
+}
+
+
+def exec_spec(resource_version_id: str = "builtin") -> CapabilitySpec:
+    return CapabilitySpec(
+        resource_version_id=resource_version_id, capability_key="exec", kind="builtin",
+        model_name=legal_model_name("exec"),
+        description="Run a command in the sandbox with /work as the workspace. Give argv "
+        "(no shell) or shell_script (only if allowed). Default timeout 10 s.",
+        input_schema=EXEC_SCHEMA, handler_ref="builtin:exec", schema_origin="config",
+    )
+
+
+class ExecHandler:
+    def __init__(self, gateway: SandboxGateway, resolver: WorkspaceResolver,
+                 blobs: FileBlobStore) -> None:
+        self.gateway = gateway
+        self.resolver = resolver
+        self.blobs = blobs
+
+    async def invoke_once(self, request: CapabilityRequest, context: AttemptContext) -> ToolResult:
+        args = dict(request.arguments)
+        try:
+            scope = self.resolver.scope_for(context)
+            if scope.state != "registered":
+                return _refused("WORKSPACE_READ_ONLY",
+                                "this run no longer holds the workspace; no command can run")
+            command = ExecCommand(
+                argv=tuple(args["argv"]) if "argv" in args else None,
+                shell_script=args.get("shell_script"),
+                cwd=args.get("cwd", "/work"), env_patch=args.get("env_patch", {}),
+                timeout_s=args.get("timeout_s"),
+            )
+            folder = self.resolver.scopes.ensure_folder(scope)
+            handle = await self.gateway.ensure(
+                SandboxScope(workspace_scope_id=scope.workspace_scope_id, run_id=context.run_id,
+                             work_dir=folder),
+                None, context.lease_epoch or 0)
+            execution = await self.gateway.execute(
+                handle, command, BusinessOwner(operation_id=context.operation_id,
+                                               attempt_no=context.attempt_no),
+                context.deadline)
+        except AgentLoomError as exc:
+            return ToolResult(status="failed", error=exc.error)
+        result = await execution.wait()
+        owners = "workflows" if scope.owner_ref.kind == "workflow" else "agents"
+        artifacts = []
+        for name, stream in (("stdout", result.stdout), ("stderr", result.stderr)):
+            if stream.truncated and stream.spool_path is not None:
+                location, size = self.blobs.adopt(stream.spool_path, owners=owners,
+                                                  file_root_id=scope.file_root_id)
+                artifacts.append(ArtifactRef(ref=BLOB_REF_PREFIX + location, name=name,
+                                             size=size, media_type="text/plain"))
+        body = _summary(result)
+        if result.timed_out or result.killed_by_revoke or result.terminated:
+            why = ("timed out" if result.timed_out else "was stopped")
+            return ToolResult(
+                status="unknown", content=(JsonBlock(body),), artifacts=tuple(artifacts),
+                error=OperationError(
+                    code="EXEC_TIMEOUT" if result.timed_out else "EXEC_KILLED",
+                    category="timeout" if result.timed_out else "cancelled",
+                    message=f"the command {why} and its process group was killed; "
+                    "it may have changed files before that", external_outcome="unknown"),
+            )
+        return ToolResult.success(JsonBlock(body), artifacts=artifacts)
+
+
+def _preview(stream: CapturedStream) -> str:
+    head = stream.head.decode("utf-8", errors="replace")
+    if not stream.truncated:
+        return head + stream.tail.decode("utf-8", errors="replace")
+    omitted = stream.total_bytes - len(stream.head) - len(stream.tail)
+    return (head + f"\n…[{omitted} bytes omitted; read the full output with result_read]…\n"
+            + stream.tail.decode("utf-8", errors="replace"))
+
+
+def _summary(result: ExecutionResult) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "execution_id": result.execution_id,
+        "exit_code": result.exit_code,
+        "signal": result.signal,
+        "timed_out": result.timed_out,
+        "stdout": _preview(result.stdout),
+        "stderr": _preview(result.stderr),
+        "stdout_bytes": result.stdout.total_bytes,
+        "stderr_bytes": result.stderr.total_bytes,
+        "truncated": result.stdout.truncated or result.stderr.truncated,
+        "duration_s": round(result.duration_s, 3),
+        "sandboxed": result.sandboxed,
+        "sandbox_mode": result.sandbox_mode,
+    }
+    if not result.sandboxed:
+        body["warning"] = "this command ran WITHOUT a sandbox (unsandboxed mode was allowed)"
+    if result.env_stripped:
+        body["env_stripped"] = list(result.env_stripped)
+    return body
+
+
+def _refused(code: str, message: str) -> ToolResult:
+    return ToolResult(status="failed", error=OperationError(
+        code=code, category="permission", message=message, external_outcome="not_started"))
+
+

@@ -1,0 +1,82 @@
+"""From a call's trusted context to its workspace: the scope, its folder, a handle.
+
+The scope comes only from ``AttemptContext.workspace_scope_ref`` (set by the runtime);
+it must belong to the calling run, and only a still-registered scope is writable.
+``ScopedFiles`` is the file service bound to that one handle: the ``ctx.files`` a
+developer's tool gets. It takes no owner, session, scope or host path from its caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agentloom.pipeline.ports import AttemptContext
+from agentloom.workspace.files import Deleted, FileSlice, FileVersion
+from agentloom.workspace.paths import WorkspaceError
+from agentloom.workspace.scope import WorkspaceScope, WorkspaceStore
+from agentloom.workspace.service import WorkspaceHandle, WorkspaceService
+
+
+class WorkspaceResolver:
+    def __init__(self, scopes: WorkspaceStore, service: WorkspaceService) -> None:
+        self.scopes = scopes
+        self.service = service
+
+    def scope_for(self, context: AttemptContext) -> WorkspaceScope:
+        ref = context.workspace_scope_ref
+        if ref is None:
+            raise WorkspaceError("WORKSPACE_UNAVAILABLE",
+                                 "this call has no workspace: the run was started without one")
+        scope = self.scopes.get(ref)
+        if scope.run_id != context.run_id:
+            raise WorkspaceError("PATH_ESCAPE", "this workspace belongs to another run")
+        if scope.state == "deleted":
+            raise WorkspaceError("WORKSPACE_UNAVAILABLE", "this workspace was deleted")
+        return scope
+
+    async def handle_for(self, context: AttemptContext) -> WorkspaceHandle:
+        scope = self.scope_for(context)
+        folder = self.scopes.ensure_folder(scope)
+        return await self.service.open_view(folder, scope_id=scope.workspace_scope_id,
+                                            writable=scope.state == "registered")
+
+    async def files_for(self, context: AttemptContext) -> ScopedFiles:
+        return ScopedFiles(self.service, await self.handle_for(context))
+
+
+class ScopedFiles:
+    """The workspace file service bound to one call's scope (``ctx.files``)."""
+
+    def __init__(self, service: WorkspaceService, handle: WorkspaceHandle) -> None:
+        self._service = service
+        self._handle = handle
+
+    @property
+    def writable(self) -> bool:
+        return self._handle.writable
+
+    async def read(self, path: str, offset: int = 0, limit: int | None = None) -> FileSlice:
+        return await self._service.read(self._handle, path, offset, limit)
+
+    async def write(self, path: str, content: str, *, mode: str = "create_only",
+                    if_match: str | None = None) -> FileVersion:
+        return await self._service.write(self._handle, path, content, mode=mode,  # type: ignore[arg-type]
+                                         if_match=if_match)
+
+    async def edit(self, path: str, old_text: str, new_text: str, *, expected_matches: int = 1,
+                   if_match: str | None = None) -> FileVersion:
+        return await self._service.edit(self._handle, path, old_text, new_text,
+                                        expected_matches=expected_matches, if_match=if_match)
+
+    async def apply_patch(self, path: str, unified_diff: str, *,
+                          if_match: str | None = None) -> FileVersion:
+        return await self._service.apply_patch(self._handle, path, unified_diff,
+                                               if_match=if_match)
+
+    async def delete(self, path: str, *, if_match: str | None = None,
+                     recursive: bool = False) -> Deleted:
+        return await self._service.delete(self._handle, path, if_match=if_match,
+                                          recursive=recursive)
+
+    async def glob(self, pattern: str, *, root: str = ".", limit: int = 500) -> Sequence[str]:
+        return (await self._service.glob(self._handle, pattern, root=root, limit=limit)).paths

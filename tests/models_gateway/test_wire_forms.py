@@ -1,0 +1,119 @@
+"""The model payload and response wire forms round-trip exactly, the payload schema accepts
+every payload ``request_to_payload`` makes, and a model connection's catalog entry is fixed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentloom.catalog import CapabilityRegistry
+from agentloom.models.gateway import (
+    check_response,
+    is_model_capability,
+    payload_to_request,
+    request_to_payload,
+    response_from_dict,
+    response_to_dict,
+)
+from agentloom.models.manager import model_capability
+from agentloom.models.types import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ThinkParams,
+    ToolCall,
+    ToolDef,
+    Usage,
+)
+
+from .support import WEATHER
+
+CALL = ToolCall(id="call_1", name="get_weather", arguments='{"city": "Paris"}', index=0)
+REQUESTS = [
+    ModelRequest(messages=(Message(role="user", content="hi"),)),
+    ModelRequest(
+        messages=(
+            Message(role="system", content="be brief"),
+            Message(role="user", content="weather?"),
+            Message(role="assistant", content=None, tool_calls=(CALL,), reasoning="look it up",
+                    reasoning_details=({"type": "reasoning.text", "text": "look", "index": 0},)),
+            Message(role="tool", content="sunny", tool_call_id="call_1", name="get_weather"),
+            Message(role="assistant", content="", reasoning_details=()),
+        ),
+        tools=(WEATHER,),
+        output_format={"name": "answer", "schema": {"type": "object"}, "strict": True},
+        think=ThinkParams(enabled=True, effort="max"),
+        max_output_tokens=512,
+    ),
+    ModelRequest(messages=(Message(role="user", content="json please"),), output_format="json_object",
+                 think=ThinkParams(enabled=False)),
+]
+RESPONSES = [
+    ModelResponse(text="hello"),
+    ModelResponse(text="", reasoning="thinking", tool_calls=(CALL,), finish_reason="tool_calls",
+                  reasoning_details=({"type": "reasoning.text", "text": "t", "index": 0},),
+                  usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15, reasoning_tokens=2),
+                  model="m", response_id="r1"),
+]
+
+
+@pytest.mark.parametrize("req", REQUESTS)
+def test_a_request_round_trips_through_its_payload_exactly(req: ModelRequest) -> None:
+    payload = request_to_payload(req)
+    assert payload_to_request(payload) == req
+    assert payload_to_request(payload, purpose="compaction") == ModelRequest(
+        messages=req.messages, tools=req.tools, output_format=req.output_format, think=req.think,
+        max_output_tokens=req.max_output_tokens, purpose="compaction")
+
+
+@pytest.mark.parametrize("response", RESPONSES)
+def test_a_response_round_trips_through_its_dict_exactly(response: ModelResponse) -> None:
+    assert response_from_dict(response_to_dict(response)) == response
+
+
+def test_the_payload_schema_accepts_every_payload_and_refuses_unknown_fields() -> None:
+    registry = CapabilityRegistry()
+    registry.publish("rel", [model_capability("main")], roles={"main": ["model.main"]})
+    catalog = registry.for_role("rel", "main")
+    validator = registry.validator(catalog, "model.main")
+    for req in REQUESTS:
+        assert validator.errors(request_to_payload(req)) == []
+    payload: dict[str, Any] = request_to_payload(REQUESTS[0])
+    assert validator.errors({**payload, "model": "gpt-5"}) != []
+    assert validator.errors({**payload, "messages": [{"role": "robot", "content": "x"}]}) != []
+    assert validator.errors({**payload, "max_output_tokens": 0}) != []
+
+
+def test_a_model_connection_has_a_fixed_catalog_entry() -> None:
+    spec = model_capability("main")
+    assert (spec.capability_key, spec.model_name, spec.kind, spec.handler_ref) == (
+        "model.main", "model_main", "builtin", "model:main")
+    assert spec.input_schema["additionalProperties"] is False
+    assert is_model_capability(spec)
+
+
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [
+        ({"messages": "hi"}, "messages must be an array"),
+        ({"messages": [{"role": "robot"}]}, "messages[0].role"),
+        ({"messages": [{"role": "user", "content": 3}]}, "messages[0].content must be str"),
+        ({"messages": [], "max_output_tokens": True}, "payload.max_output_tokens must be int, not bool"),
+        ({"messages": [], "think": {"effort": "extreme"}}, "think.effort"),
+        ({"messages": [], "output_format": "yaml"}, "output_format"),
+    ],
+)
+def test_a_malformed_payload_is_a_clear_value_error(payload: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ValueError, match=problem.replace("[", r"\[").replace("]", r"\]")):
+        payload_to_request(payload)
+
+
+def test_check_response_refuses_calls_that_were_not_offered_or_are_not_json_objects() -> None:
+    assert check_response(RESPONSES[1], (WEATHER,)) is None
+    assert "not offered" in (check_response(RESPONSES[1], ()) or "")
+    bad = ModelResponse(text="", tool_calls=(ToolCall(id="c", name="get_weather", arguments="[1]"),))
+    assert "not a JSON object" in (check_response(bad, (WEATHER,)) or "")
+    twice = ModelResponse(text="", tool_calls=(CALL, CALL))
+    assert "repeated id" in (check_response(twice, (WEATHER,)) or "")
+    assert check_response(ModelResponse(text="x"), [ToolDef(name="a", description="", parameters={})]) is None

@@ -1,0 +1,35 @@
+"""The sandbox package's public names are a curated list."""
+
+from __future__ import annotations
+
+import agentloom.sandbox as sandbox
+
+EXPECTED = {
+    "BubblewrapGateway",
+    "BusinessOwner",
+    "CapturedStream",
+    "EnvironmentPolicy",
+    "ExecCommand",
+    "ExecutionHandle",
+    "ExecutionOwnerRef",
+    "ExecutionResult",
+    "ExecutionState",
+    "ExecutionStatus",
+    "HookOwner",
+    "RevocationReceipt",
+    "SandboxError",
+    "SandboxGateway",
+    "SandboxHandle",
+    "SandboxMode",
+    "SandboxScope",
+    "StreamCapture",
+    "UnsandboxedGateway",
+    "build_environment",
+    "make_gateway",
+}
+
+
+def test_sandbox_exports_exactly_the_curated_names() -> None:
+    assert set(sandbox.__all__) == EXPECTED
+    for name in sandbox.__all__:
+        assert getattr(sandbox, name) is not None
