@@ -180,3 +180,35 @@ async def test_s7_1_a_persistent_session_keeps_its_folder_and_the_old_run_loses_
     assert read.result.content[0].data["content"] == "v1"
     await kernel.end_run(second)
     assert (folder(kernel, second) / "memo.txt").exists()
+
+
+@pytest.mark.parametrize("other", ["another_session", "another_owner", "another_run"])
+async def test_s9_cross_scope_reads_globs_greps_symlinks_and_scripts_are_refused(
+    kernel: Kernel, other: str
+) -> None:
+    from agentloom.refs import OwnerRef
+
+    mine = await kernel.start_run(session_id="mine")
+    if other == "another_session":
+        theirs = await kernel.start_run(session_id="theirs")
+    elif other == "another_owner":
+        theirs = await kernel.start_run(session_id="mine", owner=OwnerRef(kind="agent", id="x"))
+    else:
+        theirs = await kernel.start_run()
+    target = folder(kernel, theirs)
+    assert target != folder(kernel, mine)
+    (target / "secret.txt").write_text("THEIR SECRET")
+    os.symlink(target, folder(kernel, mine) / "peek")
+    results = [
+        await call(kernel, mine, "fs_read", path="peek/secret.txt"),
+        await call(kernel, mine, "fs_read", path=str(target / "secret.txt")),
+        await call(kernel, mine, "fs_glob", pattern="**/secret.txt"),
+        await call(kernel, mine, "fs_grep", pattern="THEIR"),
+    ]
+    if shutil.which("bwrap"):
+        results.append(await call(kernel, mine, "exec",
+                                  shell_script=f"cat peek/secret.txt {target}/secret.txt"))
+    for result in results:
+        seen = str(result.result.to_dict() if result.result else "") + str(result.error)
+        assert "THEIR SECRET" not in seen
+    assert [r.outcome for r in results[:2]] == ["failed", "failed"]
