@@ -141,10 +141,15 @@ async def test_s5_patch_that_breaks_the_schema_is_dropped_not_executed(make: Any
 
 
 async def test_s9_3_raw_proposal_is_kept_beside_the_executed_arguments(make: Any) -> None:
+    from agentloom.pipeline.records import stored_envelope
+
     h = await make([hook("rewrite", allow(rep("/payload/text", "executed")))])
     result = await h.call({"text": "proposed"})
     stored = h.ops()[0]
     assert stored["data"]["request"]["proposed_arguments"] == {"text": "proposed"}
-    assert stored["data"]["request"]["executed_arguments"] == {"text": "executed"}
-    attempt = h.kernel.store.query("attempts", {"operation_id": result.operation_id})[0]
-    assert attempt["data"]["arguments"] == {"text": "executed"}
+    assert stored["data"]["payload"] == {"text": "executed"}
+    envelope = stored_envelope(stored)
+    assert envelope is not None and envelope.executed_arguments == {"text": "executed"}
+    assert envelope.proposed_arguments == {"text": "proposed"}
+    assert h.tool.calls[0]["arguments"] == {"text": "executed"}
+    assert result.executed_arguments == {"text": "executed"}

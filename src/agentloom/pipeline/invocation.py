@@ -219,14 +219,13 @@ class InvocationPipeline(HookChain):
             state.phase = "attempt_started"
             state.cursor = None
             frozen = dict(state.payload)
-            state.request["executed_arguments"] = frozen
             first = bool(pending) or (attempt_no == 1 and not state.chain["before"])
             try:
                 await self._commit(
                     request,
                     [*pending, state.row(new=first),
-                     attempt_row(state.operation_id, attempt_no, "started",
-                                 {"arguments": frozen}, finished=False)],
+                     attempt_row(state.operation_id, attempt_no, "started", {},
+                                finished=False)],
                 )
             except RevisionConflict:
                 if not first:
@@ -249,13 +248,12 @@ class InvocationPipeline(HookChain):
             await self._commit(
                 request,
                 [state.row(), attempt_row(state.operation_id, attempt_no, "failed",
-                                          {"arguments": frozen, "raw": raw.to_dict(),
-                                           "retry_wait_s": wait}, finished=True)],
+                                          {"raw": raw.to_dict(), "retry_wait_s": wait}, finished=True)],
             )
             await sleep_unless_cancelled(wait, ctx.cancel)
         state.raw = raw.to_dict()
         raw_row = attempt_row(state.operation_id, attempt_no, raw.status,
-                              {"arguments": frozen, "raw": state.raw}, finished=True)
+                              {"raw": state.raw}, finished=True)
         after = self.hooks.chain(
             "after", request.event_type, capability=spec.capability_key, role=ctx.role,
             purpose=request.purpose, status=raw.status,
@@ -390,8 +388,7 @@ class InvocationPipeline(HookChain):
         lost = ToolResult.unknown(error)
         state.raw = lost.to_dict()
         ops: list[Op] = [attempt_row(state.operation_id, state.attempts, "lost",
-                                     {"arguments": state.request.get("executed_arguments"),
-                                      "raw": state.raw}, finished=True)]
+                                     {"raw": state.raw}, finished=True)]
         return await self._finish(state, request, "unknown", lost, error=error, pending=ops)
 
     async def _refuse_unresolved(self, request: Request, exc: CatalogError) -> OperationResult:

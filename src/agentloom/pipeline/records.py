@@ -61,7 +61,9 @@ class OperationState:
                 "updated_at": time.time(),
                 "data": {
                     "request": self.request,
-                    "payload": self.payload,
+                    # the model's proposal is in the request; store the payload only once a
+                    # hook changed it (the executed arguments are the payload at the Attempt)
+                    "payload": self.payload if self.payload_version else None,
                     "payload_version": self.payload_version,
                     "call_revision": self.call_revision,
                     "chain": self.chain,
@@ -85,7 +87,8 @@ class OperationState:
             capability_key=row["capability_key"],
             event_type=row["event_type"],
             request=data["request"],
-            payload=data["payload"],
+            payload=data["payload"] if data["payload"] is not None
+            else dict(data["request"]["proposed_arguments"]),
             phase=row["phase"],
             payload_version=data["payload_version"],
             call_revision=data.get("call_revision", 0),

@@ -4,6 +4,11 @@
 ``python -m agentloom.testing.killharness --help``; :func:`observe` and
 :func:`violations` read back a run and check the recovery invariants.
 
+``TestModel`` / ``ScriptModel``: the offline models (deterministic tool-calling test model;
+a model replaying turns from a YAML script) — plug them in with ``Kernel.add_model``.
+``ScriptedOpenAIServer``: a real HTTP server on 127.0.0.1 speaking the OpenAI Chat
+Completions and Responses streaming wire formats, scripted turn by turn.
+
 Names are re-exported lazily so that ``python -m agentloom.testing.killharness``
 does not import its own module twice.
 """
@@ -24,10 +29,19 @@ if TYPE_CHECKING:
         violations,
     )
 
+_ELSEWHERE = {
+    "TestModel": "agentloom.models.offline",
+    "ScriptModel": "agentloom.models.offline",
+    "ScriptedOpenAIServer": "agentloom.testing.openai_server",
+}
+
 __all__ = [
     "HOOK_OFFSET",
     "LedgerAppend",
     "Observed",
+    "ScriptModel",
+    "ScriptedOpenAIServer",
+    "TestModel",
     "build_kernel",
     "observe",
     "read_ledger",
@@ -37,6 +51,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name in _ELSEWHERE:
+        import importlib
+
+        return getattr(importlib.import_module(_ELSEWHERE[name]), name)
     if name in __all__:
         from agentloom.testing import killharness
 
