@@ -9,6 +9,7 @@ it is reported loudly here and in every exec result.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 from agentloom.catalog import CapabilitySpec
@@ -93,8 +94,6 @@ class RunEnvironment:
 
     async def _revoke(self, run_id: str, lease_epoch: int) -> RevocationReceipt:
         if self._gateway is None:  # nothing was ever started
-            import time
-
             return RevocationReceipt(run_id=run_id, lease_epoch=lease_epoch, killed=0,
                                      confirmed=True, at=time.time())
         return await self._gateway.revoke(run_id, lease_epoch)

@@ -133,11 +133,7 @@ class EventBus:
         if owner is None:
             return _routing_error(request, "NO_OWNER",
                                   f"no owner is registered for event type {event_type!r}")
-        spec: CapabilitySpec | None
-        try:
-            spec = context.catalog.specs.get(name)
-        except Exception:  # pragma: no cover - defensive
-            spec = None
+        spec = context.catalog.specs.get(name)
         handler = owner.handler_for(spec) if spec is not None else _Unresolved()
         if handler is None:
             return _routing_error(

@@ -174,7 +174,7 @@ class ContextManager:
         outcome: str,
         result: ToolResult | None,
         summary: str,
-    ) -> tuple[list[Op], dict[str, Any]]:
+    ) -> list[Op]:
         """Ops storing a call's outcome in context: a bounded preview, and the full text as a
         content-addressed blob behind a ``result_ref`` when it does not fit."""
         text = result.text() if result is not None else summary
@@ -229,4 +229,4 @@ class ContextManager:
                     position=f"{operation_id}:1",
                 )
             )
-        return ops, record
+        return ops

@@ -362,7 +362,7 @@ class InvocationPipeline(HookChain):
                           "reason": reason}
         envelope = state.envelope_result(live_result=result)
         delivered = result if outcome == "succeeded" else None
-        context_ops, _ = self.context.result_ops(
+        context_ops = self.context.result_ops(
             scope_id=ctx.context_scope, run_id=state.run_id, role=ctx.role,
             operation_id=state.operation_id, capability=state.capability_key,
             outcome=outcome, result=delivered,
