@@ -9,6 +9,7 @@ import pytest
 
 from agentloom.catalog import CapabilityRegistry
 from agentloom.models.gateway import (
+    ModelCallFailed,
     check_response,
     is_model_capability,
     payload_to_request,
@@ -17,6 +18,7 @@ from agentloom.models.gateway import (
     response_to_dict,
 )
 from agentloom.models.manager import model_capability
+from agentloom.models.offline import TestModel
 from agentloom.models.types import (
     Message,
     ModelRequest,
@@ -93,12 +95,62 @@ def test_a_model_connection_has_a_fixed_catalog_entry() -> None:
     assert is_model_capability(spec)
 
 
+SCHEMA_REFUSAL = "arguments for model_main do not match its schema: "
+ROLES = "['system', 'user', 'assistant', 'tool']"
+
+
+@pytest.mark.parametrize(
+    ("messages", "error"),
+    [
+        ([{"role": "robot", "content": "hi"}], f"$.messages[0].role: 'robot' is not one of {ROLES}"),
+        ([{"role": "user", "content": 3}], "$.messages[0].content: 3 is not of type 'string', 'null'"),
+        ([{"content": "hi"}], "$.messages[0]: 'role' is a required property"),
+        ([{"role": "user", "content": "x", "extra": 1}],
+         "$.messages[0]: Additional properties are not allowed ('extra' was unexpected)"),
+        ([{"role": "assistant", "tool_calls": [{"id": "c", "name": "f", "arguments": {}}]}],
+         "$.messages[0].tool_calls[0].arguments: {} is not of type 'string'"),
+        ([], "$.messages: [] should be non-empty"),
+    ],
+)
+async def test_an_invalid_model_payload_on_the_bus_is_refused_before_any_attempt(
+    make: Any, messages: list[Any], error: str,
+) -> None:
+    # The request the gateway sends (bus → pipeline final checks), with a payload it did not make.
+    g = await make({"main": TestModel()})
+    envelope = await g.kernel.bus.request("model_main", {"messages": messages}, g.ctx,
+                                          event_type="model")
+    assert (envelope.outcome, envelope.attempts) == ("failed", 0)
+    assert envelope.error is not None
+    assert (envelope.error.code, envelope.error.message) == ("INVALID_ARGUMENTS", SCHEMA_REFUSAL + error)
+
+
+async def test_generate_refuses_an_invalid_request_with_the_schema_errors(make: Any) -> None:
+    g = await make({"main": TestModel()})
+    cases = [
+        (ModelRequest(messages=(Message(role="robot", content="x"),)),  # type: ignore[arg-type]
+         f"$.messages[0].role: 'robot' is not one of {ROLES}"),
+        (ModelRequest(messages=(Message(role="user", content=5),)),  # type: ignore[arg-type]
+         "$.messages[0].content: 5 is not of type 'string', 'null'"),
+        (ModelRequest(messages=(Message(role="user", content="x"),), max_output_tokens=0,
+                      tools=(ToolDef(name="", description="d", parameters={}),)),
+         "$.max_output_tokens: 0 is less than the minimum of 1; $.tools[0].name: '' should be non-empty"),
+    ]
+    for req, error in cases:
+        with pytest.raises(ModelCallFailed) as caught:
+            await g.generate(req)
+        assert (caught.value.outcome, caught.value.error.code) == ("failed", "INVALID_ARGUMENTS")
+        assert caught.value.error.message == SCHEMA_REFUSAL + error
+    assert all(op["data"]["attempts"] == 0 for op in g.operations())
+
+
 @pytest.mark.parametrize(
     ("payload", "problem"),
     [
         ({"messages": "hi"}, "messages must be an array"),
         ({"messages": [{"role": "robot"}]}, "messages[0].role"),
         ({"messages": [{"role": "user", "content": 3}]}, "messages[0].content must be str"),
+        ({"messages": [{"role": "user", "content": "x"}, {"role": "tool", "name": 5}]},
+         "messages[1].name must be str"),
         ({"messages": [], "max_output_tokens": True}, "payload.max_output_tokens must be int, not bool"),
         ({"messages": [], "think": {"effort": "extreme"}}, "think.effort"),
         ({"messages": [], "output_format": "yaml"}, "output_format"),

@@ -115,9 +115,12 @@ def _message_to_dict(m: Message) -> dict[str, Any]:
         out["content"] = m.content
     if m.tool_calls:
         out["tool_calls"] = [_call_to_dict(c) for c in m.tool_calls]
-    for key in ("tool_call_id", "name", "reasoning"):
-        if getattr(m, key) is not None:
-            out[key] = getattr(m, key)
+    if m.tool_call_id is not None:
+        out["tool_call_id"] = m.tool_call_id
+    if m.name is not None:
+        out["name"] = m.name
+    if m.reasoning is not None:
+        out["reasoning"] = m.reasoning
     if m.reasoning_details is not None:
         out["reasoning_details"] = _plain(m.reasoning_details)
     return out
@@ -175,7 +178,20 @@ def _details(value: Any, where: str) -> tuple[Mapping[str, Any], ...] | None:
     return tuple(dict(_object(d, f"{where}[{i}]")) for i, d in enumerate(_array(value, where)))
 
 
+_TEXT_FIELDS = frozenset({"role", "content", "tool_call_id", "name", "reasoning"})
+
+
 def _message_from_dict(data: Any, where: str) -> Message:
+    if type(data) is dict and data.keys() <= _TEXT_FIELDS and data.get("role") in ROLES:
+        # The common message: text fields only, each a string or absent — what the checks
+        # below accept unchanged; anything else takes them, with their exact errors.
+        content, call_id, name, reasoning = (
+            data.get("content"), data.get("tool_call_id"), data.get("name"), data.get("reasoning"))
+        if ((content is None or type(content) is str) and (call_id is None or type(call_id) is str)
+                and (name is None or type(name) is str)
+                and (reasoning is None or type(reasoning) is str)):
+            return Message(role=data["role"], content=content, tool_call_id=call_id, name=name,
+                           reasoning=reasoning)
     d = _object(data, where)
     role = d.get("role")
     if role not in ROLES:
@@ -360,6 +376,9 @@ class ModelGateway:
     def __init__(self, bus: RequestBus, manager: ModelManager | None = None) -> None:
         self._bus = bus
         self._manager = manager
+        # The last caller context and its copy without a context scope (contexts are frozen;
+        # an agent makes its model calls with one context).
+        self._unscoped: tuple[CallerContext, CallerContext] | None = None
 
     async def generate(
         self,
@@ -382,29 +401,38 @@ class ModelGateway:
         """
         purpose = purpose if purpose is not None else request.purpose
         if context.context_scope is not None:
-            context = cast(CallerContext, dataclasses.replace(cast(Any, context), context_scope=None))
+            last = self._unscoped
+            if last is not None and last[0] is context:
+                context = last[1]
+            else:
+                unscoped = cast(CallerContext, dataclasses.replace(cast(Any, context), context_scope=None))
+                self._unscoped, context = (context, unscoped), unscoped
         observed: dict[str, Any] = {
             "run_id": context.run_id, "role": context.role, "capability": model_key(model),
             "purpose": purpose,
         }
         self._bus.notify("model.started", observed)
+        payload = request_to_payload(request)
         envelope = await self._bus.request(
-            model_name(model), request_to_payload(request), context, event_type=MODEL_EVENT,
+            model_name(model), payload, context, event_type=MODEL_EVENT,
             logical_key=logical_key, purpose=purpose)
         observed.update(operation_id=envelope.operation_id, outcome=envelope.outcome,
                         attempts=envelope.attempts)
         try:
-            response = self._effective(envelope)
+            response = self._effective(envelope, request, payload)
         except ModelCallFailed as exc:
             self._bus.notify("model.failed", {**observed, "error_code": exc.error.code})
             raise
+        usage = response.usage
         self._bus.notify("model.completed", {
             **observed, "finish_reason": response.finish_reason,
             "tool_calls": len(response.tool_calls),
-            "usage": None if response.usage is None else dataclasses.asdict(response.usage)})
+            "usage": None if usage is None else {f: getattr(usage, f) for f in _USAGE_FIELDS}})
         return response
 
-    def _effective(self, envelope: OperationResult) -> ModelResponse:
+    def _effective(
+        self, envelope: OperationResult, request: ModelRequest, payload: dict[str, Any]
+    ) -> ModelResponse:
         result = envelope.result
         if envelope.outcome != "succeeded" or result is None:
             raise ModelCallFailed(envelope)
@@ -414,8 +442,12 @@ class ModelGateway:
             if not isinstance(block, JsonBlock):
                 raise ValueError("the result is not one JSON block")
             response = response_from_dict(block.data)
-            executed = payload_to_request(envelope.executed_arguments or {})
-            problem = check_response(response, executed.tools)
+            executed = envelope.executed_arguments or {}
+            # The tools the model was offered: those of ``request`` unless a before-hook
+            # changed the payload (then parse what was executed; a history is not re-read
+            # on every call only to find the tool names).
+            offered = request.tools if executed == payload else payload_to_request(executed).tools
+            problem = check_response(response, offered)
         except ValueError as exc:
             problem = str(exc)
         if problem is not None:

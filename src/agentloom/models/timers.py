@@ -171,13 +171,17 @@ async def drive(events: AsyncIterator[ProviderEvent], attempt: AttemptInfo, sink
 
     cancelling = task.cancelling()
     remove = cancel.add_callback(on_stop) if cancel is not None else None
+    # Without an idle clock, an event after the first output changes nothing the rule reads
+    # (only the idle clock reads the time of the last event) unless it is the terminal frame.
+    idle = attempt.stream_idle_timeout_s is not None
     try:
         watchdog.arm()
         try:
             first = True
             async for event in events:
                 sink(event)
-                timers.observe(event, loop.time())
+                if idle or not timers.output_seen or type(event) is Finish:
+                    timers.observe(event, loop.time())
                 # Only two events can bring the limit forward: the first (the idle clock
                 # starts) and the terminal frame (the finish grace starts).
                 if first or type(event) is Finish:

@@ -1,7 +1,16 @@
-"""How an operation's working state maps to store rows (one ``operations`` row per call)."""
+"""How an operation's working state maps to store rows (one ``operations`` row per call).
+
+An operation's row is written at every phase, and its large parts — the request (with the
+proposed arguments), the payload, the raw and the effective result — are the same objects
+from one phase to the next: they are *replaced*, never changed in place. So each is
+encoded once: a row's ``data`` is an ``EncodedJson``, a plain dict that also carries the
+text the SQL stores write for it (the same text ``json.dumps`` with sorted keys and
+compact separators makes), composed from the parts' cached texts.
+"""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +27,51 @@ PHASES = (
     "hooks_after",
     "delivered",
 )
+
+
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode
+# The parts of an operation that are replaced, never changed in place (see above).
+_ENCODED_ONCE = frozenset({"request", "payload", "raw", "result"})
+
+
+class EncodedJson(dict[str, Any]):
+    """A row's JSON object whose ``json_text`` is exactly what the SQL stores would write
+    for it (sorted keys, compact separators, non-ASCII kept), made when first asked for,
+    with the operation's parts taken from its cache of part texts. To anything else (the
+    memory store) it is a plain dict."""
+
+    __slots__ = ("_parts", "_text")
+    _parts: dict[str, tuple[Any, str]]  # part name -> (the part, its text), shared
+    _text: str
+
+    @property
+    def json_text(self) -> str:
+        try:
+            return self._text
+        except AttributeError:
+            pass
+        parts = getattr(self, "_parts", {})
+        out: list[str] = []
+        run: dict[str, Any] = {}  # consecutive other keys, encoded together
+        for key in sorted(self):
+            value = self[key]
+            if key not in _ENCODED_ONCE:
+                run[key] = value
+                continue
+            if run:
+                out.append(_encode(run)[1:-1])
+                run = {}
+            if value is None:
+                out.append(f'"{key}":null')
+                continue
+            cached = parts.get(key)
+            if cached is None or cached[0] is not value:
+                cached = parts[key] = (value, _encode(value))
+            out.append(f'"{key}":{cached[1]}')
+        if run:
+            out.append(_encode(run)[1:-1])
+        self._text = "{" + ",".join(out) + "}"
+        return self._text
 
 
 @dataclass(slots=True)
@@ -42,6 +96,15 @@ class OperationState:
     result: dict[str, Any] | None = None
     envelope: dict[str, Any] | None = None
     created_at: float = field(default_factory=time.time)
+    # part name -> (the part, its text): valid while the part is that very object
+    _texts: dict[str, tuple[Any, str]] = field(default_factory=dict, repr=False, compare=False)
+
+    def encoded(self, data: dict[str, Any]) -> EncodedJson:
+        """``data`` (a row's JSON column) as an ``EncodedJson``: this operation's parts
+        (``request``, ``payload``, ``raw``, ``result``) in it are encoded once."""
+        encoded = EncodedJson(data)
+        encoded._parts = self._texts
+        return encoded
 
     def row(self, *, new: bool = False) -> Put | Insert:
         """The operations row; ``new`` makes it an Insert, so a second operation with the same
@@ -59,7 +122,7 @@ class OperationState:
                 "outcome": outcome,
                 "created_at": self.created_at,
                 "updated_at": time.time(),
-                "data": {
+                "data": self.encoded({
                     "request": self.request,
                     # the model's proposal is in the request; store the payload only once a
                     # hook changed it (the executed arguments are the payload at the Attempt)
@@ -73,7 +136,7 @@ class OperationState:
                     "raw": self.raw,
                     "result": self.result,
                     "envelope": self.envelope,
-                },
+                }),
             },
         )
 

@@ -17,9 +17,12 @@ from agentloom.errors import FencedOut, RevisionConflict, StoreError
 from agentloom.store.ports import Fence, Insert, Put, WriteSet
 from agentloom.store.schema import MIGRATIONS, Table, table
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    """The stored text of a JSON column: compact, keys sorted, non-ASCII kept."""
+    return _ENCODER.encode(value)
 
 
 class SqlStore:
@@ -37,6 +40,9 @@ class SqlStore:
         self._read_lock = threading.Lock()
         # Keyed by the columns *in order*: the values are bound in the row's order.
         self._sql_cache: dict[tuple[str, str, tuple[str, ...]], str] = {}
+        self._update_cache: dict[
+            tuple[str, str, tuple[str, ...]], tuple[str, tuple[int | None, ...], bool]
+        ] = {}
         self._writer: Any = self._connect()
         try:
             self._migrate()
@@ -111,7 +117,10 @@ class SqlStore:
         values: list[Any] = []
         for column, value in row.items():
             if column in t.json_columns:
-                value = dumps(value)
+                # A value may carry its own text (``json_text``: exactly what ``dumps`` would
+                # make of it), e.g. an operation row whose large parts were encoded once.
+                text = getattr(value, "json_text", None)
+                value = text if isinstance(text, str) else dumps(value)
             values.append(value)
         return values
 
@@ -190,19 +199,24 @@ class SqlStore:
         NOT NULL on the row to be inserted before looking for a conflict, so a ``Put``
         naming only some columns of an existing row would fail.
         """
-        p = self.placeholder
-        by_column = dict(zip(columns, values, strict=True))
-        where = " AND ".join(f"{k} = {p}" for k in t.key)
-        key_values = [by_column.get(k) for k in t.key]
-        sets = [c for c in columns if c not in t.key]
-        if not sets:
-            cur.execute(f"SELECT 1 FROM {t.name} WHERE {where}", key_values)
+        cache_key = (t.name, "update", tuple(columns))
+        cached = self._update_cache.get(cache_key)
+        if cached is None:
+            p = self.placeholder
+            where = " AND ".join(f"{k} = {p}" for k in t.key)
+            sets = [c for c in columns if c not in t.key]
+            if sets:
+                assignments = ", ".join(f"{c} = {p}" for c in sets)
+                sql = f"UPDATE {t.name} SET {assignments} WHERE {where}"
+            else:
+                sql = f"SELECT 1 FROM {t.name} WHERE {where}"
+            # parameter i is values[order[i]], or NULL for a key column the row does not name
+            order = tuple(columns.index(c) if c in columns else None for c in [*sets, *t.key])
+            cached = self._update_cache[cache_key] = (sql, order, bool(sets))
+        sql, order, updates = cached
+        cur.execute(sql, [None if i is None else values[i] for i in order])
+        if not updates:
             return cur.fetchone() is not None
-        assignments = ", ".join(f"{c} = {p}" for c in sets)
-        cur.execute(
-            f"UPDATE {t.name} SET {assignments} WHERE {where}",
-            [*(by_column[c] for c in sets), *key_values],
-        )
         return bool(cur.rowcount)
 
     def commit_many(self, batch: Sequence[WriteSet]) -> list[BaseException | None]:
