@@ -47,9 +47,9 @@ def test_a_missing_window_is_a_config_error_naming_the_key_to_set() -> None:
         resolve_descriptor(
             provider(None, 8_000), configured_window=None, configured_output_limit=None, model="m"
         )
-    assert "agents.<agent>.model.context_window" in str(caught.value)
+    assert "agents.<agent>.model.window" in str(caught.value)
     assert caught.value.code == "MODEL_WINDOW_UNKNOWN"
-    with pytest.raises(ConfigError, match=r"set agents\.coder\.model\.context_window"):
+    with pytest.raises(ConfigError, match=r"set agents\.coder\.model\.window"):
         resolve_descriptor(
             None,
             configured_window=None,
@@ -87,9 +87,9 @@ def test_config_may_narrow_but_not_widen_the_providers_values() -> None:
 
 
 def test_an_output_limit_that_leaves_no_room_for_input_is_refused() -> None:
-    with pytest.raises(ConfigError, match=r"max_output_tokens=5000 leaves no room for input"):
+    with pytest.raises(ConfigError, match=r"output_limit=5000 leaves no room for input"):
         resolve_descriptor(None, configured_window=5_000, configured_output_limit=5_000, model="m")
-    with pytest.raises(ConfigError, match=r"set agents\.<agent>\.model\.max_output_tokens below 32000"):
+    with pytest.raises(ConfigError, match=r"set agents\.<agent>\.model\.output_limit below 32000"):
         resolve_descriptor(
             provider(64_000, 64_000), configured_window=32_000, configured_output_limit=None, model="m"
         )

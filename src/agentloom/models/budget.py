@@ -25,10 +25,10 @@ __all__ = [
     "resolve_descriptor",
 ]
 
-WINDOW_KEY = "context_window"
-"""Agent model config key for W (``agents.<agent>.model.context_window``)."""
-OUTPUT_LIMIT_KEY = "max_output_tokens"
-"""Agent model config key for O (``agents.<agent>.model.max_output_tokens``)."""
+WINDOW_KEY = "window"
+"""Agent model config key for W (``agents.<agent>.model.window``)."""
+OUTPUT_LIMIT_KEY = "output_limit"
+"""Agent model config key for O (``agents.<agent>.model.output_limit``)."""
 PLATFORM_OUTPUT_CAP = 4096
 
 
@@ -51,7 +51,7 @@ def resolve_descriptor(
     ``fetched_at`` and ``extras`` are kept.
 
     Raises:
-        ConfigError: W is unknown (set ``{config_path}.context_window``), a configured value is
+        ConfigError: W is unknown (set ``{config_path}.window``), a configured value is
             not a positive integer or exceeds what the provider states, or O leaves no room for
             input in W (set ``{config_path}.max_output_tokens``).
     """

@@ -1,0 +1,195 @@
+"""From a validated ``Config`` to the parts the runtime is assembled from.
+
+Each function returns a plain runtime value — a model source, hook specs, hook functions, a
+retry policy, SDK tools. Putting them together (a ``Kernel``, runs, delegation) is the agent
+layer's job; this module never imports it. User code named in the configuration
+(``module:attr`` tools, hook functions) is imported here, at build time, with the config
+file's folder first on ``sys.path`` for the duration of the import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from agentloom.config._problems import key_path
+from agentloom.config.model import (
+    AgentConfig,
+    Config,
+    ScriptModelChoice,
+    TestModelChoice,
+    default_hook_id,
+)
+from agentloom.errors import ConfigError
+from agentloom.hooks.spec import HandlerRef, HookMatch, HookSpec
+from agentloom.models.connect import connection_for
+from agentloom.models.offline import ScriptModel, TestModel
+from agentloom.models.ports import Connection, ModelAdapter
+from agentloom.models.presets import load_preset
+from agentloom.pipeline.retry import RetryPolicy
+from agentloom.tools.sdk import Tool
+
+__all__ = ["agent_tools", "hook_functions", "hook_specs", "model_source", "retry_policy", "sdk_tools"]
+
+
+def model_source(
+    config: Config, agent_name: str, *, environ: Mapping[str, str] | None = None
+) -> ModelAdapter | Connection:
+    """What serves the agent's model: a ``Connection`` for a connection model (its API key read
+    now from ``environ``, default ``os.environ``), a ``TestModel`` or a ``ScriptModel``.
+
+    Raises:
+        ConfigError: no such agent; the key variable is unset or empty (``MODEL_API_KEY_MISSING``,
+            naming ``connections.<c>.api_key_env`` and the variable, never a value); the script
+            file became unreadable since load.
+    """
+    at = key_path(("agents", agent_name, "model"))
+    choice = config.agent(agent_name).model
+    if isinstance(choice, TestModelChoice):
+        return TestModel()
+    if isinstance(choice, ScriptModelChoice):
+        try:
+            return ScriptModel.from_file(config.resolve_path(choice.path))
+        except ConfigError as exc:
+            raise ConfigError(f"{at}.path: {exc.error.message}", code=exc.code) from None
+    name = choice.connection
+    connection = config.connections[name]
+    variant = choice.variant or "default"
+    variable = connection.api_key_env or load_preset(connection.preset).endpoint(variant).api_key_env
+    env = os.environ if environ is None else environ
+    if not env.get(variable):
+        where = key_path(("connections", name, "api_key_env"))
+        why = "" if connection.api_key_env else f" (not set: preset {connection.preset!r} uses {variable})"
+        raise ConfigError(
+            f"{where}{why}: the environment variable {variable!r} is not set or is empty; export it "
+            f"before running ({at} uses connection {name!r})", code="MODEL_API_KEY_MISSING")
+    try:
+        return connection_for(connection.preset, model=choice.name, variant=variant,
+                              base_url=connection.base_url, api_key_env=variable, environ=env)
+    except ConfigError as exc:
+        raise ConfigError(f"{at}: {exc.error.message}", code=exc.code) from None
+
+
+def hook_specs(config: Config) -> tuple[HookSpec, ...]:
+    """Every agent's hooks, in file order. ``match.role`` defaults to the agent's name (the hook
+    applies to that agent's calls only); ``role: "*"`` matches every role."""
+    specs: list[HookSpec] = []
+    for name, agent in config.agents.items():
+        for i, hook in enumerate(agent.hooks):
+            role = hook.match.role
+            specs.append(HookSpec(
+                hook_id=hook.id or default_hook_id(name, i),
+                timing=hook.at,
+                event=hook.event,
+                match=HookMatch(role=name if role is None else (None if role == "*" else role),
+                                capability=hook.match.capability, purpose=hook.match.purpose,
+                                status=hook.match.status),
+                handler=HandlerRef(kind=hook.handler.kind, ref=hook.handler.ref),
+                timeout_s=hook.timeout_s,
+            ))
+    return tuple(specs)
+
+
+def hook_functions(config: Config) -> dict[str, Callable[..., Any]]:
+    """Every hook handler imported now, by ref (for ``Kernel(hook_functions=…)``), so a bad ref
+    fails before any run and a module beside the config file is found.
+
+    Raises:
+        ConfigError: a module does not import, lacks the attribute, or it is not callable; the
+            message names ``agents.<agent>.hooks[<i>].handler.ref``.
+    """
+    functions: dict[str, Callable[..., Any]] = {}
+    for name, agent in config.agents.items():
+        for i, hook in enumerate(agent.hooks):
+            ref = hook.handler.ref
+            if ref in functions:
+                continue
+            where = f"{key_path(('agents', name))}.hooks[{i}].handler.ref"
+            target = _import(ref, where, config.base_dir)
+            if not callable(target):
+                raise ConfigError(f"{where}: {ref!r} is a {type(target).__name__}, not a function",
+                                  code="CONFIG_IMPORT")
+            functions[ref] = target
+    return functions
+
+
+def retry_policy(agent: AgentConfig) -> RetryPolicy:
+    """The agent's ``retry`` section as the pipeline's ``RetryPolicy``."""
+    return RetryPolicy(enabled=agent.retry.enabled, max_attempts=agent.retry.max_attempts,
+                       interval_s=agent.retry.interval_s)
+
+
+def sdk_tools(config: Config, agent_name: str) -> list[Tool[Any]]:
+    """The agent's ``module:attr`` tools, imported now, in the order listed.
+
+    Raises:
+        ConfigError: no such agent, or an entry does not import or is not an ``agentloom.Tool``
+            instance; the message names ``agents.<agent>.tools[<i>]``.
+    """
+    return [t for t in agent_tools(config, agent_name) if isinstance(t, Tool)]
+
+
+def agent_tools(config: Config, agent_name: str) -> list[str | Tool[Any]]:
+    """The agent's tools in the order listed: built-in names as strings, SDK tools imported —
+    the form ``Kernel.publish`` takes.
+
+    Raises:
+        ConfigError: as for ``sdk_tools``.
+    """
+    out: list[str | Tool[Any]] = []
+    for i, entry in enumerate(config.agent(agent_name).tools):
+        if ":" not in entry:
+            out.append(entry)
+            continue
+        where = f"{key_path(('agents', agent_name))}.tools[{i}]"
+        target = _import(entry, where, config.base_dir)
+        if isinstance(target, type) and issubclass(target, Tool):
+            raise ConfigError(f"{where}: {entry!r} is the class {target.__name__}; name an instance "
+                              f"(e.g. `tool = {target.__name__}()` in the module)", code="CONFIG_IMPORT")
+        if not isinstance(target, Tool):
+            raise ConfigError(f"{where}: {entry!r} is a {type(target).__name__}, not an agentloom.Tool "
+                              "instance", code="CONFIG_IMPORT")
+        out.append(target)
+    return out
+
+
+# -- importing user code -------------------------------------------------------------------------
+
+
+@contextmanager
+def _importable_from(folder: Path) -> Iterator[None]:
+    """``folder`` first on ``sys.path`` while importing (as Python does for a script's folder)."""
+    entry = str(folder)
+    added = entry not in sys.path
+    if added:
+        sys.path.insert(0, entry)
+    importlib.invalidate_caches()  # a module written moments ago must be seen
+    try:
+        yield
+    finally:
+        if added and entry in sys.path:
+            sys.path.remove(entry)
+
+
+def _import(ref: str, where: str, folder: Path) -> Any:
+    module_name, _, attr = ref.partition(":")
+    with _importable_from(folder):
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:  # user code: any failure at import is a config problem
+            raise ConfigError(
+                f"{where}: cannot import module {module_name!r} ({type(exc).__name__}: {exc}); "
+                f"it is looked up on sys.path and in {str(folder)!r}", code="CONFIG_IMPORT") from None
+    target: Any = module
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise ConfigError(f"{where}: module {module_name!r} has no attribute {attr!r}",
+                              code="CONFIG_IMPORT") from None
+    return target

@@ -1,0 +1,437 @@
+"""Configuration models, format version 1: what a config file may say, checked as a whole.
+
+Every model is frozen and rejects unknown keys. ``Config`` is validated in two steps: the
+shape of every key (pydantic), then the checks that look at more than one key — a model's
+connection exists, a preset speaks the protocol asked for, executors, script files, hook
+ids. Either step fails with one ``ConfigError`` listing each problem as ``key.path: problem``
+(see ``_problems``). Relative paths are read from ``Config.base_dir``, the config file's folder.
+
+Owns: what a configuration may say. Does not own: reading files (``loader``), turning a
+configuration into runtime parts (``build``), compiling a release.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from agentloom.config._problems import Problem, config_error, did_you_mean, key_path, shown
+from agentloom.errors import ConfigError
+from agentloom.models.offline import load_script
+from agentloom.models.presets import Preset, list_presets, load_preset
+from agentloom.tools.builtin.fs import SCHEMAS
+
+__all__ = [
+    "BUILTIN_TOOLS",
+    "CONFIG_VERSION",
+    "AgentConfig",
+    "Config",
+    "ConnectionConfig",
+    "ConnectionModelChoice",
+    "HandlerConfig",
+    "HookConfig",
+    "HookMatchConfig",
+    "LimitsConfig",
+    "ModelChoice",
+    "RetryConfig",
+    "SandboxConfig",
+    "ScriptModelChoice",
+    "TestModelChoice",
+    "WorkspaceConfig",
+    "default_hook_id",
+]
+
+CONFIG_VERSION = 1
+"""Config file format. 1: the layout documented in docs/config.md."""
+
+BUILTIN_TOOLS: tuple[str, ...] = (*SCHEMAS, "exec")
+"""Tool names an agent may list without an import (``RunEnvironment.builtin`` serves them)."""
+
+DEFAULT_WORKSPACE_ROOT = ".agentloom/workspaces"
+STORE_FILE = ".agentloom/agentloom.db"
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,57}$")
+_REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_.]*$")
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ALWAYS_OFFERED = ("result.read",)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# -- single values -------------------------------------------------------------------------------
+
+
+def _ref(value: str) -> str:
+    if not _REF.match(value):
+        raise ValueError(f"must look like 'package.module:function' (got {value!r})")
+    return value
+
+
+def _env_name(value: str) -> str:
+    if not _ENV.match(value):
+        raise ValueError(f"must be an environment variable name such as OPENAI_API_KEY (got {value!r}); "
+                         "put the key itself in that variable, never in the file")
+    return value
+
+
+def _url(value: str) -> str:
+    if not value.startswith(("http://", "https://")):
+        raise ValueError(f"must start with http:// or https:// (got {value!r})")
+    return value
+
+
+def _tool_entry(value: str) -> str:
+    if value in BUILTIN_TOOLS or _REF.match(value):
+        return value
+    if value in _ALWAYS_OFFERED:
+        raise ValueError(f"{value!r} is offered to every agent already; remove it")
+    raise ValueError(
+        f"unknown tool {value!r}; {did_you_mean(value, BUILTIN_TOOLS)}built-ins are "
+        f"{', '.join(BUILTIN_TOOLS)}; an SDK tool is written 'package.module:attribute'"
+    )
+
+
+# -- connections and models ----------------------------------------------------------------------
+
+
+class ConnectionConfig(_Strict):
+    """A model provider endpoint: a shipped preset, optionally another URL or key variable."""
+
+    preset: str = Field(min_length=1)
+    protocol: Literal["chat", "responses"] | None = None
+    base_url: Annotated[str, AfterValidator(_url)] | None = None
+    api_key_env: Annotated[str, AfterValidator(_env_name)] | None = None
+
+
+class ConnectionModelChoice(_Strict):
+    """Model ``name`` served through connection ``connection``."""
+
+    connection: str
+    name: str = Field(min_length=1)
+    window: StrictInt | None = Field(default=None, ge=1)
+    output_limit: StrictInt | None = Field(default=None, ge=1)
+    variant: str | None = Field(default=None, min_length=1)
+
+
+class TestModelChoice(_Strict):
+    """The deterministic offline model ``test``."""
+
+    __test__: ClassVar[bool] = False
+    builtin: Literal["test"]
+
+
+class ScriptModelChoice(_Strict):
+    """The offline ``script`` model replaying the turns in ``path``."""
+
+    builtin: Literal["script"]
+    path: str = Field(min_length=1)
+
+
+_CONNECTION_TAG, _TEST_TAG, _SCRIPT_TAG = "<connection>", "<builtin test>", "<builtin script>"
+MODEL_TAGS: dict[str, type[BaseModel]] = {
+    _CONNECTION_TAG: ConnectionModelChoice,
+    _TEST_TAG: TestModelChoice,
+    _SCRIPT_TAG: ScriptModelChoice,
+}
+_BUILTIN_MODELS = {"test": _TEST_TAG, "script": _SCRIPT_TAG}
+_MODEL_FORMS = ("{connection: <connection name>, name: <model id>}, {builtin: test} or "
+                "{builtin: script, path: <turns file>}")
+
+
+def _model_tag(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        builtin = value.get("builtin")
+        return _BUILTIN_MODELS.get(builtin) if isinstance(builtin, str) else _CONNECTION_TAG
+    for tag, cls in MODEL_TAGS.items():
+        if isinstance(value, cls):
+            return tag
+    return None
+
+
+ModelChoice = Annotated[
+    Annotated[ConnectionModelChoice, Tag(_CONNECTION_TAG)]
+    | Annotated[TestModelChoice, Tag(_TEST_TAG)]
+    | Annotated[ScriptModelChoice, Tag(_SCRIPT_TAG)],
+    Discriminator(_model_tag),
+]
+"""A connection model, ``{builtin: test}`` or ``{builtin: script, path}``."""
+
+
+# -- agents --------------------------------------------------------------------------------------
+
+
+class RetryConfig(_Strict):
+    """``pipeline.retry.RetryPolicy`` for the agent's calls: transport / rate-limit only."""
+
+    enabled: StrictBool = False
+    max_attempts: StrictInt = Field(default=2, ge=1)
+    interval_s: StrictFloat = Field(default=2.0, ge=0)
+
+
+class LimitsConfig(_Strict):
+    run_deadline_s: StrictFloat = Field(default=3600.0, gt=0)
+    first_output_timeout_s: StrictFloat = Field(default=60.0, gt=0)
+    stream_idle_timeout_s: StrictFloat | None = Field(default=None, gt=0)
+    batch_concurrency: StrictInt = Field(default=2, ge=1)
+    max_steps: StrictInt = Field(default=50, ge=1)
+    """The most model turns one invocation may take."""
+
+
+class HookMatchConfig(_Strict):
+    role: str | None = Field(default=None, min_length=1)
+    capability: str | None = Field(default=None, min_length=1)
+    purpose: str | None = Field(default=None, min_length=1)
+    status: str | None = Field(default=None, min_length=1)
+
+
+class HandlerConfig(_Strict):
+    kind: Literal["python"] = "python"
+    ref: Annotated[str, AfterValidator(_ref)]
+
+
+class HookConfig(_Strict):
+    """One hook. ``id`` defaults to ``<agent>.hooks[<i>]``; ``match.role`` to the agent."""
+
+    id: str | None = Field(default=None, min_length=1)
+    at: Literal["before", "after"]
+    event: Literal["tool", "model"] = "tool"
+    match: HookMatchConfig = Field(default_factory=HookMatchConfig)
+    handler: HandlerConfig
+    timeout_s: StrictFloat = Field(default=10.0, gt=0)
+
+
+def default_hook_id(agent: str, index: int) -> str:
+    """The id of an agent's hook that sets none: ``<agent>.hooks[<index>]``."""
+    return f"{agent}.hooks[{index}]"
+
+
+class AgentConfig(_Strict):
+    model: ModelChoice
+    description: str = ""
+    instructions: str = ""
+    tools: tuple[Annotated[str, AfterValidator(_tool_entry)], ...] = ()
+    executors: tuple[str, ...] = ()
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    hooks: tuple[HookConfig, ...] = ()
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_form(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            builtin = value.get("builtin")
+            if "builtin" in value and not (isinstance(builtin, str) and builtin in _BUILTIN_MODELS):
+                raise ValueError(f"unknown builtin model {shown(builtin)}; built-ins are "
+                                 f"{', '.join(_BUILTIN_MODELS)}")
+            if "builtin" not in value and "connection" not in value:
+                raise ValueError(f"must be one of {_MODEL_FORMS} (got keys: {', '.join(map(str, value))})")
+        elif not isinstance(value, BaseModel):
+            raise ValueError(f"must be one of {_MODEL_FORMS} (got {shown(value)})")
+        return value
+
+
+# -- the whole file ------------------------------------------------------------------------------
+
+
+class WorkspaceConfig(_Strict):
+    root: str = Field(default=DEFAULT_WORKSPACE_ROOT, min_length=1)
+
+
+class SandboxConfig(_Strict):
+    allow_unsandboxed: StrictBool = True
+
+
+class Config(_Strict):
+    """A whole configuration file (format 1), validated.
+
+    ``base_dir`` is the absolute folder relative paths are read from: the config file's folder
+    (``context={"base_dir": …, "source": …}`` when validating directly; default: the current
+    directory).
+
+    Raises:
+        ConfigError: from ``model_validate`` when a cross-check fails (the shape errors are a
+            pydantic ``ValidationError``; ``loader.parse_config`` turns both into ConfigError).
+    """
+
+    version: Literal[1]
+    connections: dict[str, ConnectionConfig] = Field(default_factory=dict)
+    agents: dict[str, AgentConfig] = Field(min_length=1)
+    workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+
+    _base_dir: Path = PrivateAttr(default_factory=lambda: Path.cwd().resolve())
+
+    @model_validator(mode="after")
+    def _cross_check(self, info: ValidationInfo) -> Config:
+        context = info.context if isinstance(info.context, Mapping) else {}
+        if context.get("base_dir") is not None:
+            self._base_dir = Path(context["base_dir"]).resolve()
+        problems = cross_problems(self)
+        if problems:
+            raise config_error(str(context.get("source", "<config>")), problems)
+        return self
+
+    @property
+    def base_dir(self) -> Path:
+        return self._base_dir
+
+    def resolve_path(self, path: str | Path) -> Path:
+        """``path`` as an absolute path; a relative one is read from ``base_dir``."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else self._base_dir / p
+
+    def workspace_root(self) -> Path:
+        """The shared workspace root (``workspace.root`` resolved against ``base_dir``)."""
+        return self.resolve_path(self.workspace.root)
+
+    def default_store_url(self) -> str:
+        """``sqlite:///<base_dir>/.agentloom/agentloom.db`` (an absolute path, so the URL
+        has four slashes); ``--store`` / ``AGENTLOOM_STORE`` override it."""
+        return f"sqlite:///{self._base_dir / STORE_FILE}"
+
+    def agent(self, name: str) -> AgentConfig:
+        """The agent called ``name``.
+
+        Raises:
+            ConfigError: no such agent (the message lists the defined ones).
+        """
+        try:
+            return self.agents[name]
+        except KeyError:
+            raise ConfigError(
+                f"no agent named {name!r}; {did_you_mean(name, list(self.agents))}"
+                f"defined: {', '.join(self.agents)}", code="CONFIG_AGENT_UNKNOWN") from None
+
+
+# -- cross-checks --------------------------------------------------------------------------------
+
+
+def cross_problems(config: Config) -> list[Problem]:
+    """Every problem that needs more than one key to see, in file order."""
+    problems: list[Problem] = []
+    for section, names in (("connections", config.connections), ("agents", config.agents)):
+        for name in names:
+            if not _NAME.match(name):
+                problems.append(Problem(key_path((section, name)),
+                                        "a name must start with a letter and hold only letters, digits, "
+                                        "'_' or '-' (at most 58 characters); rename it"))
+    presets: dict[str, Preset] = {}
+    for name, connection in config.connections.items():
+        preset = _preset(connection, key_path(("connections", name)), problems)
+        if preset is not None:
+            presets[name] = preset
+    hook_ids: dict[str, str] = {}
+    for name, agent in config.agents.items():
+        at = key_path(("agents", name))
+        _model_problems(config, agent.model, f"{at}.model", presets, problems)
+        _duplicates(agent.tools, f"{at}.tools", problems)
+        _executor_problems(config, name, agent, at, problems)
+        for i, hook in enumerate(agent.hooks):
+            where = f"{at}.hooks[{i}]"
+            hook_id = hook.id or default_hook_id(name, i)
+            if hook_id in hook_ids:
+                problems.append(Problem(f"{where}.id", f"hook id {hook_id!r} is already used by "
+                                        f"{hook_ids[hook_id]}; give each hook its own id"))
+            hook_ids.setdefault(hook_id, where)
+            if hook.at == "before" and hook.match.status is not None:
+                problems.append(Problem(f"{where}.match.status", "applies to after hooks only "
+                                        "(nothing has a status before it runs); remove it or set at: after"))
+    return problems
+
+
+def _preset(connection: ConnectionConfig, at: str, problems: list[Problem]) -> Preset | None:
+    known = list_presets()
+    if connection.preset not in known:
+        problems.append(Problem(f"{at}.preset", f"unknown preset {connection.preset!r}; "
+                                f"{did_you_mean(connection.preset, known)}known presets: {', '.join(known)}"))
+        return None
+    preset = load_preset(connection.preset)
+    if connection.protocol is not None and connection.protocol != preset.protocol:
+        speakers = [n for n in known if load_preset(n).protocol == connection.protocol]
+        problems.append(Problem(
+            f"{at}.protocol",
+            f"preset {preset.name!r} speaks {preset.protocol!r}, not {connection.protocol!r}; remove "
+            f"protocol, or use a preset that speaks {connection.protocol}: {', '.join(speakers)}"))
+    return preset
+
+
+def _model_problems(
+    config: Config, choice: ConnectionModelChoice | TestModelChoice | ScriptModelChoice, at: str,
+    presets: Mapping[str, Preset], problems: list[Problem],
+) -> None:
+    if isinstance(choice, ScriptModelChoice):
+        path = config.resolve_path(choice.path)
+        if not path.is_file():
+            problems.append(Problem(f"{at}.path", f"no script file at {str(path)!r} (a relative path is "
+                                    f"read from the config file's folder); create it or fix the path"))
+            return
+        try:
+            load_script(path)
+        except ConfigError as exc:
+            problems.append(Problem(f"{at}.path", exc.error.message))
+        return
+    if isinstance(choice, TestModelChoice):
+        return
+    if choice.connection not in config.connections:
+        known = list(config.connections)
+        problems.append(Problem(f"{at}.connection", f"no connection named {choice.connection!r}; "
+                                f"{did_you_mean(choice.connection, known)}defined: "
+                                f"{', '.join(known) or 'none (add one under connections)'}"))
+    preset = presets.get(choice.connection)
+    if preset is not None and choice.variant is not None and choice.variant not in preset.variants:
+        problems.append(Problem(f"{at}.variant", f"preset {preset.name!r} has no variant {choice.variant!r}; "
+                                f"choose one of {', '.join(sorted(preset.variants))}"))
+    if choice.window is not None and choice.output_limit is not None and choice.output_limit >= choice.window:
+        problems.append(Problem(f"{at}.output_limit", f"must be less than window ({choice.window}) to leave "
+                                f"room for input (got {choice.output_limit})"))
+
+
+def _duplicates(entries: tuple[str, ...], at: str, problems: list[Problem]) -> None:
+    first: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        if entry in first:
+            problems.append(Problem(f"{at}[{i}]", f"{entry!r} is listed twice (also at [{first[entry]}]); "
+                                    "remove one"))
+        first.setdefault(entry, i)
+
+
+def _executor_problems(config: Config, name: str, agent: AgentConfig, at: str,
+                       problems: list[Problem]) -> None:
+    first: dict[str, int] = {}
+    for i, executor in enumerate(agent.executors):
+        where = f"{at}.executors[{i}]"
+        if executor in first:
+            problems.append(Problem(where, f"{executor!r} is listed twice (also at [{first[executor]}]); "
+                                    "remove one"))
+        elif executor == name:
+            problems.append(Problem(where, "an agent cannot be its own executor; remove it"))
+        elif executor not in config.agents:
+            others = [a for a in config.agents if a != name]
+            problems.append(Problem(where, f"no agent named {executor!r}; {did_you_mean(executor, others)}"
+                                    f"defined: {', '.join(others) or 'none besides this one'}"))
+        elif config.agents[executor].executors:
+            problems.append(Problem(
+                where, f"agent {executor!r} has executors of its own; delegation is one level deep "
+                f"(an executor does not delegate further): remove {key_path(('agents', executor))}"
+                f".executors, or do not use {executor!r} as an executor"))
+        first.setdefault(executor, i)
