@@ -28,7 +28,10 @@ FORBIDDEN: dict[str, set[str]] = {
     "models": {"bus", "pipeline", "kernel", "agent", "hooks", "context", "tools", "workspace",
                "sandbox", "store"},
     "sandbox": {"bus", "pipeline", "kernel", "agent", "hooks", "context", "tools", "workspace",
-                "store"},
+                "store", "cli", "config"},
+    "config": {"bus", "kernel", "environment", "agent", "cli", "context", "store", "sandbox",
+               "workspace"},
+    "agent": {"cli"},
 }
 
 

@@ -96,6 +96,9 @@ class Kernel:
         self.bus = EventBus(self.pipeline)
         self.tools = ToolManager()
         self.bus.register_owner("tool", self.tools)
+        # Delegations (Planner → Executor) are their own event type, with their own hooks.
+        self.delegations = ToolManager()
+        self.bus.register_owner("delegation", self.delegations)
         self.environment = RunEnvironment(
             self.store, self.coordinator, root=Path(workspace_root), policy=sandbox,
             allow_unsandboxed=allow_unsandboxed, notify=self.bus.notify)
@@ -127,7 +130,7 @@ class Kernel:
         pairs = [self._capability(t, release_id) for t in tools]
         specs = [spec for spec, _ in pairs]
         for spec, handler in pairs:
-            owner = self.model_manager if is_model_capability(spec) else self.tools
+            owner = self._owner(spec)
             if owner.handler_for(spec) is None:
                 owner.register(spec.handler_ref, handler)
         listed = {spec.capability_key for spec in specs}
@@ -136,6 +139,11 @@ class Kernel:
         specs.append(result_read_spec(release_id))
         role_map = {role: [*keys, *models, "result.read"] for role, keys in roles.items()}
         return self.registry.publish(release_id, specs, roles=role_map)
+
+    def _owner(self, spec: CapabilitySpec) -> ModelManager | ToolManager:
+        if is_model_capability(spec):
+            return self.model_manager
+        return self.delegations if spec.handler_ref.startswith("delegate:") else self.tools
 
     def _capability(
         self, tool: tuple[CapabilitySpec, CapabilityHandler] | Tool[Any] | str | CapabilitySpec,
@@ -253,8 +261,7 @@ class Kernel:
         for row in rows:
             state = OperationState.from_row(row)
             spec = ctx.catalog.by_key(state.capability_key)
-            owner = self.model_manager if state.event_type == "model" else self.tools
-            handler = owner.handler_for(spec)
+            handler = self._owner(spec).handler_for(spec)
             assert handler is not None
             # Finish the call in the context scope it was made in (model calls have none).
             scope = state.request.get("context_scope", ctx.context_scope)
@@ -264,7 +271,7 @@ class Kernel:
                 model_name=state.request["model_name"],
                 arguments=state.request["proposed_arguments"], context=call_ctx,
                 logical_key=state.logical_key, causation_id=state.request.get("causation_id"),
-                purpose=state.request.get("purpose"),
+                purpose=state.request.get("purpose"), call_id=state.request.get("call_id"),
             )
             results.append(await self.pipeline.resume(state, request, handler))
         return results

@@ -56,6 +56,7 @@ class RequestItem:
     event_type: str = "tool"
     logical_key: str | None = None
     purpose: str | None = None
+    call_id: str | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -111,6 +112,7 @@ class EventBus:
         event_type: str = "tool",
         logical_key: str | None = None,
         purpose: str | None = None,
+        call_id: str | None = None,
     ) -> OperationResult:
         """Send one request and wait for its terminal envelope.
 
@@ -128,6 +130,7 @@ class EventBus:
             logical_key=logical_key or operation_id,
             causation_id=stack[-1][0] if stack else None,
             purpose=purpose,
+            call_id=call_id,
         )
         owner = self._owners.get(event_type)
         if owner is None:
@@ -172,7 +175,7 @@ class EventBus:
             async with semaphore:
                 return await self.request(
                     item.name, item.arguments, context, event_type=item.event_type,
-                    logical_key=item.logical_key, purpose=item.purpose,
+                    logical_key=item.logical_key, purpose=item.purpose, call_id=item.call_id,
                 )
 
         settled = await asyncio.gather(*(one(i) for i in items), return_exceptions=True)

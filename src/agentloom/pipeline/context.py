@@ -53,3 +53,4 @@ class Request:
     logical_key: str
     causation_id: str | None = None
     purpose: str | None = None
+    call_id: str | None = None  # the model's id for this tool call (F14), when a model made it

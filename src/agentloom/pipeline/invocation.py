@@ -143,6 +143,12 @@ class InvocationPipeline(HookChain):
                     return denied
             return await self._execute_phase(state, request, spec, handler, [])
         if state.phase == "attempt_started":
+            if getattr(handler, "recoverable", False):
+                # A recoverable handler (a delegation) is itself made of durable calls: running
+                # it again replays what it committed and continues; it creates no new Attempt.
+                raw = await run_attempt(state, request, spec, handler, state.attempts,
+                                        dict(state.payload))
+                return await self._after_attempt(state, request, spec, raw, state.attempts)
             return await self._attempt_lost(state, request)
         if state.phase in ("raw_saved", "hooks_after"):
             after = self._recorded_chain(state, "after")
@@ -174,6 +180,7 @@ class InvocationPipeline(HookChain):
                 "workspace_scope_ref": ctx.workspace_scope_ref,
                 "causation_id": request.causation_id,
                 "purpose": request.purpose,
+                "call_id": request.call_id,
                 "context_scope": ctx.context_scope,
                 "proposed_arguments": args,
             },
@@ -251,9 +258,16 @@ class InvocationPipeline(HookChain):
                                           {"raw": raw.to_dict(), "retry_wait_s": wait}, finished=True)],
             )
             await sleep_unless_cancelled(wait, ctx.cancel)
+        return await self._after_attempt(state, request, spec, raw, attempt_no)
+
+    async def _after_attempt(
+        self, state: OperationState, request: Request, spec: CapabilitySpec, raw: ToolResult,
+        attempt_no: int,
+    ) -> OperationResult:
+        ctx = request.context
         state.raw = raw.to_dict()
         raw_row = attempt_row(state.operation_id, attempt_no, raw.status,
-                              {"raw": state.raw}, finished=True)
+                              state.encoded({"raw": state.raw}), finished=True)
         after = self.hooks.chain(
             "after", request.event_type, capability=spec.capability_key, role=ctx.role,
             purpose=request.purpose, status=raw.status,
@@ -399,7 +413,8 @@ class InvocationPipeline(HookChain):
             event_type=request.event_type,
             request={"model_name": request.model_name, "role": ctx.role,
                      "proposed_arguments": dict(request.arguments),
-                     "causation_id": request.causation_id, "purpose": request.purpose},
+                     "causation_id": request.causation_id, "purpose": request.purpose,
+                     "call_id": request.call_id},
             payload=dict(request.arguments),
         )
         return await self._finish(state, request, "failed", None, error=exc.error, pending=[])

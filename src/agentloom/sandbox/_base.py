@@ -149,6 +149,9 @@ class ProcessGateway:
             self._ever_ran[run_id] = min(handle.lease_epoch, self._ever_ran.get(run_id, handle.lease_epoch))
         try:
             await asyncio.wrap_future(start(execution, launch))
+        except asyncio.CancelledError:
+            execution.kill("terminated")  # the caller is gone: never leave the command running
+            raise
         except OSError as exc:
             with self._lock:
                 self._executions.pop(execution.execution_id, None)

@@ -76,6 +76,9 @@ def start(execution: Execution, launch: Launch) -> Future[None]:
 
 
 def _supervise(ex: Execution, launch: Launch, spawned: Future[None]) -> None:
+    if not spawned.set_running_or_notify_cancel():  # the caller left before anything started
+        ex.finish(None)
+        return
     try:
         proc, captures, drains, info_r = _spawn(ex, launch)
     except BaseException as exc:

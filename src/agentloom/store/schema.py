@@ -88,6 +88,18 @@ TABLES: dict[str, Table] = {
             frozenset({"data"}),
         ),
         Table(
+            "sessions",
+            ("session_id", "owner_kind", "owner_id", "space_id", "created_at", "data"),
+            ("session_id",),
+            frozenset({"data"}),
+        ),
+        Table(
+            "session_turns",
+            ("session_id", "seq", "run_id", "created_at", "data"),
+            ("session_id", "seq"),
+            frozenset({"data"}),
+        ),
+        Table(
             "events",
             ("event_id", "run_id", "type", "created_at", "data"),
             ("event_id",),
@@ -103,6 +115,15 @@ def table(name: str) -> Table:
     except KeyError:
         raise ValueError(f"unknown table {name!r}; known: {sorted(TABLES)}") from None
 
+
+_V4_COMMON = """
+CREATE TABLE sessions (
+  session_id TEXT PRIMARY KEY, owner_kind TEXT, owner_id TEXT, space_id TEXT,
+  created_at {real} NOT NULL, data TEXT NOT NULL);
+CREATE TABLE session_turns (
+  session_id TEXT NOT NULL, seq INTEGER NOT NULL, run_id TEXT NOT NULL,
+  created_at {real} NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq));
+"""
 
 # (summary, sqlite DDL, postgres DDL)
 _V1_COMMON = """
@@ -173,5 +194,10 @@ MIGRATIONS: tuple[tuple[str, str, str], ...] = (
         "v3: results may live in the file blob store (location below the shared root)",
         "ALTER TABLE results ADD COLUMN location TEXT",
         "ALTER TABLE results ADD COLUMN location TEXT",
+    ),
+    (
+        "v4: agent sessions bound to their scope, and their turns",
+        _V4_COMMON.format(real="REAL"),
+        _V4_COMMON.format(real="DOUBLE PRECISION"),
     ),
 )

@@ -1,0 +1,23 @@
+"""Agent runs: the React loop, Planner / Executor delegation, control, sessions, events."""
+
+from agentloom.agent.events import RunEvent, run_events
+from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop
+from agentloom.agent.runtime import RunError, RunHandle, RunResult, Runtime, list_runs
+from agentloom.agent.sessions import SessionError
+from agentloom.agent.spec import AgentSpec, Limits
+
+__all__ = [
+    "AgentSpec",
+    "Invocation",
+    "Limits",
+    "LoopOutcome",
+    "ReactLoop",
+    "RunError",
+    "RunEvent",
+    "RunHandle",
+    "RunResult",
+    "Runtime",
+    "SessionError",
+    "list_runs",
+    "run_events",
+]

@@ -1,0 +1,102 @@
+"""A ``Runtime`` built from a YAML configuration (``agentloom.config``).
+
+::
+
+    config = load_config("agentloom.yaml")
+    runtime = runtime_from_config(config)            # store: AGENTLOOM_STORE or beside the file
+    result = await runtime.run("list the files", agent="main")
+
+Everything a configuration names is resolved *here*, before any run starts: each agent's model
+(``config.build.model_source``), its tools (built-in names plus the ``module:attr`` SDK tools),
+its executors, retry policy, limits, instructions and context window; the hooks and the Python
+functions they name; the workspace root; the store. A bad reference is a ``ConfigError`` naming
+its key, never a failure in the middle of a run.
+
+The config file's folder is put first on ``sys.path`` (as Python does for a script's folder)
+and stays there: ``module:function`` hooks and ``module:attr`` tools written beside the config
+are importable, and so is anything they import later, while the runtime runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from agentloom.agent.runtime import Runtime
+from agentloom.agent.spec import AgentSpec, Limits
+from agentloom.config import Config
+from agentloom.config.build import agent_tools, hook_functions, hook_specs, model_source, retry_policy
+from agentloom.config.model import ConnectionModelChoice
+
+__all__ = ["STORE_ENV", "agent_specs", "runtime_from_config", "store_url_for"]
+
+STORE_ENV = "AGENTLOOM_STORE"
+"""The environment variable naming the store URL when ``store`` is not given."""
+
+
+def store_url_for(config: Config, store: str | None = None) -> str:
+    """The store URL: ``store``, else ``$AGENTLOOM_STORE``, else ``config.default_store_url()``
+    (SQLite in ``.agentloom/`` beside the config file)."""
+    return store or os.environ.get(STORE_ENV) or config.default_store_url()
+
+
+def agent_specs(config: Config) -> list[AgentSpec]:
+    """One ``AgentSpec`` per configured agent, in file order.
+
+    Raises:
+        ConfigError: a model's API key variable is unset, or a ``module:attr`` tool does not
+            import; the message names the key.
+    """
+    specs: list[AgentSpec] = []
+    for name, agent in config.agents.items():
+        limits = agent.limits
+        choice = agent.model
+        specs.append(AgentSpec(
+            name=name,
+            model=model_source(config, name),
+            instructions=agent.instructions,
+            tools=tuple(agent_tools(config, name)),
+            executors=tuple(agent.executors),
+            retry=retry_policy(agent),
+            limits=Limits(
+                run_deadline_s=limits.run_deadline_s,
+                first_output_timeout_s=limits.first_output_timeout_s,
+                stream_idle_timeout_s=limits.stream_idle_timeout_s,
+                batch_concurrency=limits.batch_concurrency,
+                max_steps=limits.max_steps,
+            ),
+            window=choice.window if isinstance(choice, ConnectionModelChoice) else None,
+            description=agent.description,
+        ))
+    return specs
+
+
+def runtime_from_config(
+    config: Config, *, store: str | None = None, allow_unsandboxed: bool | None = None
+) -> Runtime:
+    """The runtime a configuration describes.
+
+    ``store`` overrides the store URL (see ``store_url_for``); the default SQLite file's
+    ``.agentloom/`` folder is created. ``allow_unsandboxed`` overrides ``sandbox.allow_unsandboxed``.
+
+    Raises:
+        ConfigError: anything the configuration names cannot be resolved (the message names
+            the key), or the store URL is not supported.
+    """
+    _importable(config.base_dir)
+    url = store_url_for(config, store)
+    if url.startswith("sqlite:///"):
+        Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    unsandboxed = config.sandbox.allow_unsandboxed if allow_unsandboxed is None else allow_unsandboxed
+    specs = agent_specs(config)
+    hooks = hook_specs(config)
+    functions = hook_functions(config)
+    return Runtime(specs, store=url, hooks=hooks, hook_functions=functions,
+                   workspace_root=config.workspace_root(), allow_unsandboxed=unsandboxed)
+
+
+def _importable(folder: Path) -> None:
+    entry = str(folder)
+    if entry not in sys.path:
+        sys.path.insert(0, entry)

@@ -1,0 +1,211 @@
+"""The React loop as resumable stages (000 §4):
+
+    prepare_context → prepare_model → call_model → tools / delegation / final candidate
+
+Every stage that has an effect is a request on the bus with a *deterministic logical key*
+(``<invocation>/t<n>/model``, ``<invocation>/t<n>/c<i>``). Running the loop again after a
+crash therefore replays: a committed call returns its stored result, an interrupted one is
+finished from its last committed phase, and the loop carries on from the first stage that
+has no committed result. Nothing is executed twice and the history is never stored twice —
+it is rebuilt from the committed calls.
+
+- A model call interrupted before its raw response was saved comes back ``unknown``;
+  generation has no external side effect, so it is re-issued as a new call (``#2``).
+- A tool call in that position is ``unknown`` and is reported to the model as such.
+- One response's tool calls are one batch (``request_many``); results go back in request
+  order; a denied or failed member never drops the others.
+- ``finish_reason`` alone does not end the task: a response without tool calls is the
+  final *candidate*; the runtime delivers it only after the run's terminal state commits.
+  A supplement that came while the root's candidate was generated gives it another turn.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agentloom.agent.events import EventSink, RunEvent, envelope_status, summary_of
+from agentloom.agent.spec import DELEGATE_PREFIX, AgentSpec
+from agentloom.agent.transcript import assistant_message, tool_defs, tool_message
+from agentloom.bus import EventBus
+from agentloom.bus.bus import BatchError, RequestItem
+from agentloom.errors import OperationError
+from agentloom.models.gateway import ModelCallFailed, ModelGateway
+from agentloom.models.types import Message, ModelRequest, ModelResponse
+from agentloom.pipeline.context import InvocationContext
+from agentloom.results import OperationResult
+
+__all__ = ["Invocation", "LoopOutcome", "ReactLoop", "Status", "SupplementSource", "initial_messages"]
+
+Status = Literal["succeeded", "failed", "cancelled", "timed_out"]
+MAX_REISSUES = 3  # new Attempts of one turn's model call after unknown / invalid responses
+
+
+@dataclass(slots=True)
+class Invocation:
+    """One AgentInvocation: a role running its loop with its own model context."""
+
+    invocation_id: str
+    agent: AgentSpec
+    ctx: InvocationContext
+    messages: list[Message]
+    root: bool = True
+    steps: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LoopOutcome:
+    status: Status
+    output: str | None = None
+    error: OperationError | None = None
+    steps: int = 0
+    messages: tuple[Message, ...] = field(default=(), repr=False)
+
+
+SupplementSource = Callable[["Invocation", int], Awaitable[list[str]]]
+
+
+class ReactLoop:
+    """Runs invocations; shared by the root and every Executor of a runtime."""
+
+    def __init__(self, bus: EventBus, gateway: ModelGateway, *,
+                 supplements: SupplementSource | None = None) -> None:
+        self.bus = bus
+        self.gateway = gateway
+        self._supplements = supplements
+
+    async def run(self, inv: Invocation, emit: EventSink | None = None) -> LoopOutcome:
+        emit = emit or _ignore
+        agent, ctx = inv.agent, inv.ctx
+        defs = tool_defs(list(ctx.catalog.specs.values()))
+        carried: list[str] = []  # supplements already taken for this turn (see below)
+        for n in range(1, agent.limits.max_steps + 1):
+            inv.steps = n
+            stopped = self._control(inv)
+            if stopped is not None:
+                return stopped
+            # prepare_context: supplementary user input reaches the root only
+            if inv.root and self._supplements is not None:
+                extra = carried or await self._supplements(inv, n)
+                carried = []
+                inv.messages.extend(Message(role="user", content=t) for t in extra)
+            # prepare_model → call_model
+            request = ModelRequest(messages=tuple(inv.messages), tools=defs)
+            response = await self._call_model(inv, n, request, emit)
+            if isinstance(response, LoopOutcome):
+                return response
+            if not response.tool_calls:
+                inv.messages.append(assistant_message(response))
+                # A supplement sent while this answer was generated is never dropped: the
+                # root takes another turn with it (000 §5.3).
+                if inv.root and self._supplements is not None and n < agent.limits.max_steps:
+                    carried = await self._supplements(inv, n + 1)
+                    if carried:
+                        continue
+                return LoopOutcome("succeeded", response.text, steps=n,
+                                   messages=tuple(inv.messages))
+            results = await self._batch(inv, n, response, emit)
+            inv.messages.append(assistant_message(response, results))
+            inv.messages.extend(tool_message(c, r) for c, r in zip(response.tool_calls, results,
+                                                                    strict=True))
+        return LoopOutcome("failed", None, OperationError(
+            code="MAX_STEPS_EXCEEDED", category="validation",
+            message=f"agent {agent.name!r} used all {agent.limits.max_steps} steps without a "
+            "final answer; raise limits.max_steps or simplify the task"),
+            steps=agent.limits.max_steps, messages=tuple(inv.messages))
+
+    # -- stages --------------------------------------------------------------------------
+    def _control(self, inv: Invocation) -> LoopOutcome | None:
+        ctx = inv.ctx
+        if ctx.cancel.is_set:
+            return LoopOutcome("cancelled", None, OperationError(
+                code="RUN_STOPPED", category="cancelled",
+                message=f"the run was stopped ({ctx.cancel.reason})"), steps=inv.steps)
+        if time.time() >= ctx.deadline:
+            return LoopOutcome("timed_out", None, OperationError(
+                code="RUN_DEADLINE_EXCEEDED", category="timeout",
+                message="the run deadline passed"), steps=inv.steps)
+        return None
+
+    async def _call_model(self, inv: Invocation, n: int, request: ModelRequest,
+                          emit: EventSink) -> ModelResponse | LoopOutcome:
+        ctx = inv.ctx
+        last: OperationError | None = None
+        for k in range(1, MAX_REISSUES + 2):
+            key = f"{inv.invocation_id}/t{n}/model" + (f"#{k}" if k > 1 else "")
+            emit(RunEvent("model.call.started", ctx.run_id, time.time(),
+                          {"role": ctx.role, "turn": n, "logical_key": key}))
+            try:
+                response = await self.gateway.generate(request, ctx, model=inv.agent.name,
+                                                       logical_key=key)
+            except ModelCallFailed as exc:
+                emit(RunEvent("model.call.completed", ctx.run_id, time.time(), {
+                    "role": ctx.role, "turn": n, "operation_id": exc.envelope.operation_id,
+                    "status": envelope_status(exc.envelope), "error_code": exc.error.code}))
+                stopped = self._control(inv)
+                if stopped is not None:
+                    return stopped
+                last = exc.error
+                if exc.outcome == "unknown" and exc.error.external_outcome == "unknown":
+                    continue  # no raw response was saved: generation is re-issued
+                if exc.error.code in ("MODEL_RESPONSE_INVALID", "MODEL_INVALID_RESPONSE"):
+                    # the model's output was malformed: tell it and let it answer again
+                    request = ModelRequest(messages=(*request.messages, Message(
+                        role="user", content=f"[runtime] Your previous response was rejected: "
+                        f"{exc.error.message}. Answer again.")), tools=request.tools)
+                    continue
+                return LoopOutcome("failed", None, exc.error, steps=n,
+                                   messages=tuple(inv.messages))
+            emit(RunEvent("model.call.completed", ctx.run_id, time.time(), {
+                "role": ctx.role, "turn": n, "status": "succeeded",
+                "finish_reason": response.finish_reason,
+                "tool_calls": len(response.tool_calls)}))
+            return response
+        assert last is not None
+        return LoopOutcome("failed", None, OperationError(
+            code=last.code, category=last.category, external_outcome=last.external_outcome,
+            message=f"the model call of turn {n} failed {MAX_REISSUES + 1} times in a row; "
+            f"the last time: {last.message}"), steps=n, messages=tuple(inv.messages))
+
+    async def _batch(self, inv: Invocation, n: int, response: ModelResponse,
+                     emit: EventSink) -> list[OperationResult]:
+        ctx = inv.ctx
+        items = []
+        for i, call in enumerate(response.tool_calls):
+            spec = ctx.catalog.specs.get(call.name)
+            delegation = spec is not None and spec.capability_key.startswith(DELEGATE_PREFIX)
+            items.append(RequestItem(
+                name=call.name, arguments=json.loads(call.arguments or "{}"),
+                event_type="delegation" if delegation else "tool",
+                logical_key=f"{inv.invocation_id}/t{n}/c{i}", call_id=call.id))
+            emit(RunEvent(f"{items[-1].event_type}.call.started", ctx.run_id, time.time(), {
+                "role": ctx.role, "call_id": call.id,
+                "capability": spec.capability_key if spec else call.name}))
+        try:
+            results = await self.bus.request_many(items, ctx,
+                                                  concurrency=inv.agent.limits.batch_concurrency)
+        except BatchError:
+            raise  # a runtime failure (e.g. the store): never reported as a tool result
+        for call, item, result in zip(response.tool_calls, items, results, strict=True):
+            emit(RunEvent(f"{item.event_type}.call.completed", ctx.run_id, time.time(), {
+                "role": ctx.role, "call_id": call.id, "capability": result.capability,
+                "operation_id": result.operation_id, "status": envelope_status(result),
+                "summary": summary_of(result)}))
+        return results
+
+
+def _ignore(event: RunEvent) -> None:
+    return None
+
+
+def initial_messages(agent: AgentSpec, task: str, history: Sequence[Message] = ()) -> list[Message]:
+    """The first messages of an invocation: instructions, earlier session turns, the task."""
+    messages: list[Message] = []
+    if agent.instructions:
+        messages.append(Message(role="system", content=agent.instructions))
+    messages.extend(history)
+    messages.append(Message(role="user", content=task))
+    return messages

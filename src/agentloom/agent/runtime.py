@@ -1,0 +1,442 @@
+"""The runtime: agents on a store — start, resume, stop and supplement runs (000 §3.3, §4).
+
+::
+
+    rt = Runtime([AgentSpec(name="main", model=TestModel(), tools=("fs.read",))],
+                 store="sqlite:///.agentloom/agentloom.db")
+    handle = await rt.start("list the files")
+    result = await handle.result()      # RunResult(run_id, status, output, error)
+
+A run's life: ``running`` (lease held, epoch fenced) → ``succeeded`` | ``failed`` |
+``cancelled`` | ``timed_out``. Its final answer is delivered only after that terminal state
+(and the session turn) is committed. ``resume`` takes a new lease — fencing any old holder —
+and runs the loop again, which replays every committed stage and continues from the first
+one that has no committed result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentloom.agent.controls import STOP, SUPPLEMENT, ControlState, record_control
+from agentloom.agent.delegation import DelegationHandler, delegate_spec
+from agentloom.agent.events import TERMINAL, RunEvent, run_events
+from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop, initial_messages
+from agentloom.agent.sessions import open_session, turn_op
+from agentloom.agent.spec import AgentSpec
+from agentloom.errors import (
+    AgentLoomError,
+    ConfigError,
+    FencedOut,
+    OperationError,
+    RevisionConflict,
+)
+from agentloom.hooks.spec import HookSpec
+from agentloom.kernel import DEFAULT_WORKSPACE_ROOT, Kernel, RunLease
+from agentloom.models.ports import Connection
+from agentloom.pipeline.cancel import CancelToken
+from agentloom.pipeline.context import InvocationContext
+from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
+from agentloom.refs import OwnerRef
+from agentloom.store import Put, Store, WriteSet
+from agentloom.store.ports import Fence
+
+__all__ = ["RunError", "RunHandle", "RunResult", "Runtime"]
+
+log = logging.getLogger(__name__)
+
+LEASE_TTL_S = 60.0
+POLL_S = 0.2
+MAX_TURN_TRIES = 20
+
+
+class RunError(AgentLoomError):
+    default_code = "RUN_ERROR"
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    run_id: str
+    status: str
+    output: str | None = None
+    error: OperationError | None = None
+    steps: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "status": self.status, "output": self.output,
+                "error": self.error.to_dict() if self.error else None, "steps": self.steps}
+
+
+@dataclass(slots=True)
+class _Live:
+    """One run this process is driving."""
+
+    lease: RunLease
+    data: dict[str, Any]
+    cancel: CancelToken
+    controls: ControlState
+    subscribers: list[asyncio.Queue[RunEvent | None]] = field(default_factory=list)
+    task: asyncio.Task[RunResult] | None = None
+
+    def emit(self, event: RunEvent) -> None:
+        for queue in self.subscribers:
+            queue.put_nowait(event)
+
+
+class RunHandle:
+    """A run being driven by this process."""
+
+    def __init__(self, runtime: Runtime, live: _Live) -> None:
+        self._runtime = runtime
+        self._live = live
+        self.run_id = live.lease.run_id
+
+    async def result(self) -> RunResult:
+        assert self._live.task is not None
+        return await asyncio.shield(self._live.task)
+
+    async def stop(self, reason: str = "stopped by user") -> None:
+        await self._runtime.stop(self.run_id, reason)
+
+    async def supplement(self, text: str) -> None:
+        await self._runtime.supplement(self.run_id, text)
+
+    async def events(self) -> AsyncIterator[RunEvent]:
+        """Live events from now until the run ends (nothing for a run that already ended)."""
+        queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+        task = self._live.task
+        assert task is not None
+        self._live.subscribers.append(queue)
+        try:
+            while True:
+                if queue.empty() and task.done():
+                    return
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if not getter.done():
+                    getter.cancel()
+                    continue
+                event = getter.result()
+                if event is None:
+                    return
+                yield event
+        finally:
+            self._live.subscribers.remove(queue)
+
+
+def _model_identity(model: object) -> str:
+    if isinstance(model, Connection):
+        return f"connection:{model.base_url}:{model.model}"
+    return f"{type(model).__module__}.{type(model).__qualname__}:{getattr(model, 'model', '')}"
+
+
+class Runtime:
+    """Agents, a store and a workspace root; the Python API of AgentLoom."""
+
+    def __init__(
+        self,
+        agents: Sequence[AgentSpec],
+        *,
+        store: Store | str = "sqlite:///.agentloom/agentloom.db",
+        hooks: Sequence[HookSpec] = (),
+        hook_functions: Mapping[str, Callable[..., Any]] | None = None,
+        workspace_root: Path | str = DEFAULT_WORKSPACE_ROOT,
+        allow_unsandboxed: bool = True,
+        space_id: str = "default",
+    ) -> None:
+        if not agents:
+            raise ConfigError("a runtime needs at least one agent")
+        self.agents = {a.name: a for a in agents}
+        if len(self.agents) != len(agents):
+            raise ConfigError("two agents have the same name")
+        for agent in agents:
+            for executor in agent.executors:
+                if executor not in self.agents:
+                    raise ConfigError(f"agent {agent.name!r} delegates to {executor!r}, which "
+                                      f"is not defined; agents: {sorted(self.agents)}")
+        self.space_id = space_id
+        self.kernel = Kernel(store, hooks=hooks, hook_functions=hook_functions,
+                             workspace_root=workspace_root, allow_unsandboxed=allow_unsandboxed)
+        self.store = self.kernel.store
+        self.store_url = store if isinstance(store, str) else getattr(store, "url", None)
+        for agent in agents:
+            self.kernel.add_model(agent.name, agent.model,
+                                  first_output_timeout_s=agent.limits.first_output_timeout_s,
+                                  stream_idle_timeout_s=agent.limits.stream_idle_timeout_s)
+        self.release_id = self._digest(agents, hooks)
+        tools: list[Any] = []
+        names: set[str] = set()
+        for agent in agents:
+            for tool in agent.tools:
+                key = tool if isinstance(tool, str) else tool.describe().name
+                if key not in names:
+                    names.add(key)
+                    tools.append(tool)
+            for executor in agent.executors:
+                spec = delegate_spec(executor, self.agents[executor].description,
+                                     self.release_id)
+                if spec.capability_key not in names:
+                    names.add(spec.capability_key)
+                    tools.append((spec, DelegationHandler(executor, self._run_executor)))
+        # the compiled catalog (tool schemas, descriptions) is part of what a run started with
+        self.catalog_version = self.kernel.publish(
+            self.release_id, tools, roles={a.name: a.tool_keys() for a in agents})
+        self.loop = ReactLoop(self.kernel.bus, self.kernel.models, supplements=self._supplements)
+        self._live: dict[str, _Live] = {}
+
+    @staticmethod
+    def _digest(agents: Sequence[AgentSpec], hooks: Sequence[HookSpec]) -> str:
+        described = [{
+            "name": a.name, "model": _model_identity(a.model), "instructions": a.instructions,
+            "description": a.description,
+            "tools": a.tool_keys(), "executors": list(a.executors),
+        } for a in agents]
+        raw = json.dumps({"agents": described, "hooks": [h.to_dict() for h in hooks]},
+                         sort_keys=True)
+        return "rel-" + hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+    # -- runs -------------------------------------------------------------------------------
+    async def start(self, task: str, *, agent: str = "main", session: str | None = None,
+                    run_id: str | None = None) -> RunHandle:
+        """Start a run of ``agent`` on ``task`` and return its handle (the loop runs as a task)."""
+        spec = self._agent(agent)
+        owner = OwnerRef(kind="agent", id=agent, space_id=self.space_id)
+        view = open_session(self.store, session, owner) if session else None
+        if view is not None and view.create is not None:
+            try:  # the session exists before its first run does: no run is left behind
+                await self.kernel.coordinator.commit(WriteSet((view.create,)))
+            except RevisionConflict:  # created meanwhile: open it again (scope checked)
+                view = open_session(self.store, view.session_id, owner)
+        deadline = time.time() + spec.limits.run_deadline_s
+        data = {"agent": agent, "task": task, "release_id": self.release_id,
+                "catalog_version": self.catalog_version,
+                "deadline": deadline, "session_id": session,
+                "session_seen": view.seen if view else None}
+        lease = await self.kernel.start_run(run_id=run_id, data=data, owner=owner,
+                                            session_id=session, lease_ttl_s=LEASE_TTL_S)
+        data["owner"] = owner.to_dict()
+        return self._drive(lease, data, view.history if view else ())
+
+    async def resume(self, run_id: str) -> RunHandle:
+        """Continue a run from its last committed stage (a finished run returns its result)."""
+        row = self.store.get("runs", {"run_id": run_id})
+        if row is None:
+            raise RunError(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
+        if row["status"] in TERMINAL or run_id in self._live:
+            live = self._live.get(run_id) or self._finished(row)
+            return RunHandle(self, live)
+        data = row["data"]
+        if (data.get("release_id"), data.get("catalog_version")) != (self.release_id,
+                                                                    self.catalog_version):
+            raise RunError(
+                f"run {run_id} was started with release {data.get('release_id')} and this "
+                f"configuration is release {self.release_id}; resume it with the configuration "
+                "it started with", code="RELEASE_CHANGED")
+        owner = OwnerRef(kind="agent", id=data["agent"], space_id=self.space_id)
+        view = None
+        if data.get("session_id"):
+            view = open_session(self.store, data["session_id"], owner, seen=data["session_seen"])
+        lease = self.kernel.claim(run_id, lease_ttl_s=LEASE_TTL_S)
+        return self._drive(lease, dict(data), view.history if view else ())
+
+    async def run(self, task: str, **kwargs: Any) -> RunResult:
+        handle = await self.start(task, **kwargs)
+        return await handle.result()
+
+    async def stop(self, run_id: str, reason: str = "stopped by user") -> None:
+        """Stop a run: at once when this process drives it, else within one poll interval of
+        the process that does. A run nobody holds any more is finished as ``cancelled``."""
+        row = self.store.get("runs", {"run_id": run_id})
+        if row is None:
+            raise RunError(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
+        if row["status"] in TERMINAL:
+            return
+        live = self._live.get(run_id)
+        if live is not None:
+            live.cancel.set(reason)
+        await record_control(self.kernel.coordinator, run_id, STOP, {"reason": reason})
+        expired = (row.get("lease_expires_at") or 0) < time.time()
+        if live is None and expired:
+            lease = self.kernel.claim(run_id, lease_ttl_s=LEASE_TTL_S)
+            await self._finish(lease, dict(row["data"]), LoopOutcome(
+                "cancelled", None, OperationError(code="RUN_STOPPED", category="cancelled",
+                                                  message=reason)))
+
+    async def supplement(self, run_id: str, text: str) -> None:
+        """Add user input for the root's next turn."""
+        row = self.store.get("runs", {"run_id": run_id})
+        if row is None or row["status"] in TERMINAL:
+            raise RunError(f"run {run_id!r} is not running", code="RUN_NOT_RUNNING")
+        await record_control(self.kernel.coordinator, run_id, SUPPLEMENT,
+                             {"text": text, "consumed_turn": None})
+        live = self._live.get(run_id)
+        if live is not None:
+            live.controls.poll(self.store)
+
+    # -- reading ------------------------------------------------------------------------------
+    def runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        return list_runs(self.store, limit)
+
+    def events(self, run_id: str) -> list[RunEvent]:
+        return run_events(self.store, run_id)
+
+    async def aclose(self) -> None:
+        for live in list(self._live.values()):
+            if live.task is not None and not live.task.done():
+                live.cancel.set("runtime closed")
+                with contextlib.suppress(BaseException):
+                    await live.task
+        await self.kernel.models.aclose()
+        self.kernel.close()
+
+    # -- driving ------------------------------------------------------------------------------
+    def _agent(self, name: str) -> AgentSpec:
+        try:
+            return self.agents[name]
+        except KeyError:
+            raise ConfigError(f"no agent named {name!r}; agents: {sorted(self.agents)}") from None
+
+    def _context(self, live: _Live, role: str) -> InvocationContext:
+        spec = self._agent(role)
+        owner = OwnerRef(**live.data["owner"]) if "owner" in live.data else \
+            OwnerRef(kind="agent", id=live.data["agent"], space_id=self.space_id)
+        return self.kernel.invocation_context(
+            live.lease, release_id=self.release_id, role=role, owner=owner,
+            deadline=live.data["deadline"], retry=spec.retry, cancel=live.cancel)
+
+    def _drive(self, lease: RunLease, data: dict[str, Any], history: Sequence[Any]) -> RunHandle:
+        live = _Live(lease, data, CancelToken(), ControlState(lease.run_id))
+        live.controls.poll(self.store)
+        if live.controls.stop_reason:
+            live.cancel.set(live.controls.stop_reason)
+        self._live[lease.run_id] = live
+        live.task = asyncio.ensure_future(self._main(live, history))
+        return RunHandle(self, live)
+
+    async def _main(self, live: _Live, history: Sequence[Any]) -> RunResult:
+        run_id = live.lease.run_id
+        watcher = asyncio.ensure_future(self._watch(live))
+        try:
+            agent = self._agent(live.data["agent"])
+            live.emit(RunEvent("run.started", run_id, time.time(), {"agent": agent.name}))
+            inv = Invocation(invocation_id=run_id, agent=agent,
+                             ctx=self._context(live, agent.name),
+                             messages=initial_messages(agent, live.data["task"], history))
+            outcome = await self.loop.run(inv, live.emit)
+            result = await self._finish(live.lease, live.data, outcome)
+            live.emit(RunEvent("run.finished", run_id, time.time(), result.to_dict()))
+            return result
+        except FencedOut as exc:
+            raise RunError(f"run {run_id} was taken over by another worker: {exc}",
+                           code="LEASE_LOST") from exc
+        finally:
+            watcher.cancel()
+            for queue in live.subscribers:
+                queue.put_nowait(None)
+            self._live.pop(run_id, None)
+
+    async def _finish(self, lease: RunLease, data: dict[str, Any],
+                      outcome: LoopOutcome) -> RunResult:
+        """Commit the terminal state (and the session turn), then clean the workspace; only
+        then is the answer delivered."""
+        data = {**data, "output": outcome.output, "steps": outcome.steps,
+                "error": outcome.error.to_dict() if outcome.error else None}
+        run_op = Put("runs", {"run_id": lease.run_id, "status": outcome.status,
+                              "updated_at": time.time(), "data": data})
+        session = data.get("session_id") if outcome.status == "succeeded" else None
+        for _ in range(MAX_TURN_TRIES):
+            ops: list[Any] = [run_op]
+            if session:
+                seq = len(self.store.query("session_turns", {"session_id": session}))
+                ops.append(turn_op(session, seq, lease.run_id, data["task"], outcome.output))
+            try:
+                await self.kernel.coordinator.commit(WriteSet(
+                    tuple(ops), Fence(lease.run_id, lease.lease_epoch)))
+                break
+            except RevisionConflict:
+                if not session:
+                    raise  # another run of this session took ``seq``: take the next one
+        else:
+            raise RunError(f"run {lease.run_id}: could not record its session turn",
+                           code="SESSION_TURN_CONFLICT")
+        await self.kernel.environment.end_run(lease.run_id, lease.lease_epoch)
+        return RunResult(lease.run_id, outcome.status, outcome.output, outcome.error,
+                         outcome.steps)
+
+    def _finished(self, row: dict[str, Any]) -> _Live:
+        data = row["data"]
+        error = OperationError.from_dict(data["error"]) if data.get("error") else None
+        live = _Live(RunLease(row["run_id"], row["lease_epoch"]), data, CancelToken(),
+                     ControlState(row["run_id"]))
+        done: asyncio.Future[RunResult] = asyncio.get_running_loop().create_future()
+        done.set_result(RunResult(row["run_id"], row["status"], data.get("output"), error,
+                                  data.get("steps", 0)))
+        live.task = asyncio.ensure_future(_wait(done))
+        return live
+
+    async def _watch(self, live: _Live) -> None:
+        """Poll for controls from other processes and renew the lease."""
+        renewed = time.time()
+        while True:
+            await asyncio.sleep(POLL_S)
+            try:
+                live.controls.poll(self.store)
+                if live.controls.stop_reason and not live.cancel.is_set:
+                    live.cancel.set(live.controls.stop_reason)
+                if time.time() - renewed > LEASE_TTL_S / 3:
+                    await self.kernel.coordinator.commit(WriteSet((Put("runs", {
+                        "run_id": live.lease.run_id,
+                        "lease_expires_at": time.time() + LEASE_TTL_S}),),
+                        Fence(live.lease.run_id, live.lease.lease_epoch)))
+                    renewed = time.time()
+            except FencedOut:
+                live.cancel.set("lease lost: another worker took this run over")
+                return
+            except Exception:
+                log.warning("control watcher of run %s failed", live.lease.run_id, exc_info=True)
+
+    async def _supplements(self, inv: Invocation, turn: int) -> list[str]:
+        live = self._live.get(inv.ctx.run_id)
+        if live is None:
+            return []
+        controls = live.controls
+        if not controls.pending and turn not in controls.by_turn:
+            return []
+        key = f"{inv.invocation_id}/t{turn}/model"
+        committed = bool(self.store.query("operations", {"run_id": inv.ctx.run_id,
+                                                         "logical_key": key}, limit=1))
+        return await controls.take(self.store, self.kernel.coordinator,
+                                   Fence(live.lease.run_id, live.lease.lease_epoch), turn,
+                                   live=not committed)
+
+    async def _run_executor(self, executor: str, task: str, request: CapabilityRequest,
+                            context: AttemptContext) -> LoopOutcome:
+        live = self._live.get(context.run_id)
+        if live is None:
+            raise RunError(f"run {context.run_id} is not driven by this process")
+        agent = self._agent(executor)
+        inv = Invocation(invocation_id=f"{context.run_id}/x/{request.operation_id}",
+                         agent=agent, ctx=self._context(live, executor),
+                         messages=initial_messages(agent, task), root=False)
+        return await self.loop.run(inv, live.emit)
+
+
+async def _wait(done: asyncio.Future[RunResult]) -> RunResult:
+    return await done
+
+
+def list_runs(store: Store, limit: int = 50) -> list[dict[str, Any]]:
+    """Runs, newest first."""
+    rows = store.query("runs", order_by=("created_at",), descending=True, limit=limit)
+    return [{"run_id": r["run_id"], "status": r["status"], "agent": r["data"].get("agent"),
+             "task": r["data"].get("task"), "created_at": r["created_at"],
+             "updated_at": r["updated_at"], "output": r["data"].get("output")} for r in rows]

@@ -1,0 +1,67 @@
+"""What an agent is, as the runtime needs it: a frozen spec per role (000 §4, §3.3).
+
+``AgentSpec`` is built from the YAML configuration (``agentloom.config``) or directly in
+Python. The runtime publishes one release per set of specs; each agent is a role of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentloom.models.ports import Connection, ModelAdapter
+from agentloom.pipeline.retry import RetryPolicy
+from agentloom.tools.sdk import Tool
+
+__all__ = ["DELEGATE_PREFIX", "AgentSpec", "Limits", "delegate_key"]
+
+DELEGATE_PREFIX = "delegate."
+
+
+def delegate_key(executor: str) -> str:
+    """The capability key through which a Planner delegates to ``executor``."""
+    return f"{DELEGATE_PREFIX}{executor}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """Per-agent limits; the root's deadline governs the whole run tree."""
+
+    run_deadline_s: float = 3600.0
+    first_output_timeout_s: float = 60.0
+    stream_idle_timeout_s: float | None = None
+    batch_concurrency: int = 2
+    max_steps: int = 50
+
+    def __post_init__(self) -> None:
+        if self.run_deadline_s <= 0 or self.first_output_timeout_s <= 0:
+            raise ValueError("run_deadline_s and first_output_timeout_s must be positive")
+        if self.batch_concurrency < 1 or self.max_steps < 1:
+            raise ValueError("batch_concurrency and max_steps must be at least 1")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSpec:
+    """One agent (a role of the release).
+
+    ``model`` is an adapter (e.g. the offline ``TestModel``) or a ``Connection``. ``tools``
+    holds built-in names (``"fs.read"``, ``"exec"``, …) and SDK ``Tool`` instances.
+    ``executors`` names the agents this one may delegate to (Planner / Executor).
+    """
+
+    name: str
+    model: ModelAdapter | Connection
+    instructions: str = ""
+    description: str = ""  # what a Planner is told about this agent as an Executor
+    tools: tuple[str | Tool[Any], ...] = ()
+    executors: tuple[str, ...] = ()
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    limits: Limits = field(default_factory=Limits)
+    window: int | None = None
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def tool_keys(self) -> list[str]:
+        """The capability keys of this agent's tools, delegations included."""
+        keys = [t if isinstance(t, str) else t.describe().name for t in self.tools]
+        return [*keys, *(delegate_key(e) for e in self.executors)]

@@ -1,0 +1,61 @@
+"""How one role's conversation is told to its model (000 §4, §5.3).
+
+The transcript is *derived*: it is rebuilt from the committed operations of the
+invocation (model responses, tool results) in turn order, never stored as a second copy.
+What the model is told about a tool call is what was executed: when a hook changed the
+arguments, the assistant turn shows the executed arguments and the tool message says so.
+A call whose outcome is unknown, denied or failed is reported as exactly that.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from agentloom.catalog import CapabilitySpec
+from agentloom.context.manager import result_ref_for
+from agentloom.models.types import Message, ModelResponse, ToolCall, ToolDef
+from agentloom.results import OperationResult
+
+__all__ = ["assistant_message", "tool_defs", "tool_message"]
+
+PREVIEW_LIMIT = 16_384
+
+
+def tool_defs(specs: Sequence[CapabilitySpec]) -> tuple[ToolDef, ...]:
+    """The tools offered to a model: every spec of the role's catalog but model connections."""
+    return tuple(
+        ToolDef(name=s.model_name, description=s.description or s.capability_key,
+                parameters=s.input_schema)
+        for s in specs if not s.handler_ref.startswith("model:")
+    )
+
+
+def assistant_message(response: ModelResponse, executed: Sequence[OperationResult | None] = ()
+                      ) -> Message:
+    """The assistant turn as history: the tool calls carry the *executed* arguments."""
+    calls = []
+    for i, call in enumerate(response.tool_calls):
+        envelope = executed[i] if i < len(executed) else None
+        arguments = call.arguments
+        if envelope is not None and envelope.executed_arguments is not None \
+                and envelope.executed_arguments != envelope.proposed_arguments:
+            arguments = json.dumps(envelope.executed_arguments, sort_keys=True)
+        calls.append(ToolCall(id=call.id, name=call.name, arguments=arguments, index=call.index))
+    return Message(role="assistant", content=response.text or None, tool_calls=tuple(calls),
+                   reasoning=response.reasoning, reasoning_details=response.reasoning_details)
+
+
+def tool_message(call: ToolCall, envelope: OperationResult) -> Message:
+    """The tool message for one call: its real status and a text taken from the result."""
+    text = envelope.describe()  # a failure reads "failed: …", "outcome unknown …", "denied …"
+    if envelope.executed_arguments is not None \
+            and envelope.executed_arguments != envelope.proposed_arguments:
+        text = (f"{text}\n[note: a hook changed the arguments before execution; executed "
+                f"with {json.dumps(envelope.executed_arguments, sort_keys=True)}]")
+    if len(text) > PREVIEW_LIMIT:
+        shown = text[:PREVIEW_LIMIT]
+        text = (f"{shown}\n[truncated: {len(text)} characters in all; read the rest with "
+                f"result_read and result_ref {result_ref_for(envelope.operation_id)!r}]")
+    return Message(role="tool", content=text, tool_call_id=call.id, name=call.name)
+

@@ -1,0 +1,69 @@
+"""Driving one run from the command line: start or resume it, show its events live, turn
+Ctrl-C / SIGTERM into a recorded stop, and return its result."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from agentloom.agent import RunHandle, RunResult, Runtime
+from agentloom.cli import render
+from agentloom.cli.errors import CliFailure
+from agentloom.cli.output import stderr_console, stdout_console
+
+__all__ = ["consume", "drive", "run_sync"]
+
+
+async def drive(runtime: Runtime, begin: Callable[[], Awaitable[RunHandle]], *,
+                as_json: bool, live: bool = True) -> RunResult:
+    """Start (or resume) a run, show it live, stop it on Ctrl-C / SIGTERM, return its result.
+
+    ``live=False`` (a run that has finished already) reads the result without subscribing.
+    """
+    loop = asyncio.get_running_loop()
+    try:
+        handle = await begin()
+        stops: list[asyncio.Future[None]] = []
+
+        def interrupt(name: str) -> None:
+            stderr_console().print(f"{name}: stopping run {handle.run_id} (again to quit at once)")
+            stops.append(asyncio.ensure_future(handle.stop(f"interrupted ({name})")))
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+        for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, interrupt, name)
+        with contextlib.ExitStack() as stack:
+            view = None if as_json or not live else stack.enter_context(render.LiveView(stdout_console()))
+            if live:
+                await consume(handle, view)
+        result = await handle.result()
+        for stop in stops:
+            with contextlib.suppress(Exception):
+                await stop
+        return result
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(sig)
+        await runtime.aclose()
+
+
+async def consume(handle: RunHandle, view: render.LiveView | None) -> None:
+    """Show the handle's events until the run ends; iterated in the caller's task so the
+    subscription exists before the run's task takes its first step (no event is missed)."""
+    async for event in handle.events():
+        if view is not None:
+            view.handle(event)
+
+
+def run_sync(main: Coroutine[Any, Any, RunResult]) -> RunResult:
+    try:
+        return asyncio.run(main)
+    except KeyboardInterrupt:  # a second Ctrl-C: quit now, the run stays resumable
+        raise CliFailure("interrupted before the run finished; continue it with "
+                         "`agentloom runs resume RUN_ID --config CONFIG`") from None

@@ -1,0 +1,338 @@
+"""The ``agentloom`` command (typer): ``run``, ``runs list|show|events|resume|stop|supplement``,
+``init``. Every command takes ``--json``; docs/cli.md is the reference.
+
+Output discipline: with ``--json`` stdout holds exactly one JSON value and nothing else; logs,
+warnings and error messages always go to stderr. Exit codes are in ``cli.errors``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentloom.agent import RunResult, Runtime, run_events
+from agentloom.agent.configured import runtime_from_config
+from agentloom.agent.spec import AgentSpec
+from agentloom.cli import render
+from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, UsageFailure
+from agentloom.cli.jsonl import append_jsonl
+from agentloom.cli.live import drive, run_sync
+from agentloom.cli.output import print_json, reported, setup_logging, stderr_console, stdout_console
+from agentloom.cli.scaffold import scaffold
+from agentloom.cli.stores import open_existing_store, resolve_store_url
+from agentloom.cli.views import run_detail, run_summaries
+from agentloom.config import Config, load_config
+from agentloom.models.offline import TestModel
+from agentloom.store import Store
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(name="agentloom", no_args_is_help=True, add_completion=False,
+                  pretty_exceptions_enable=False,
+                  help="Run AgentLoom agents from a YAML config and inspect their runs.")
+runs_app = typer.Typer(no_args_is_help=True, help="Inspect and control runs in a store.")
+app.add_typer(runs_app, name="runs")
+
+# -- shared options --------------------------------------------------------------------------
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON value on stdout, nothing else.")]
+StoreOpt = Annotated[str | None, typer.Option(
+    "--store", metavar="URL", help="Store URL (sqlite:///path.db, postgresql://…). Default: "
+    "$AGENTLOOM_STORE, else the store of --config, else sqlite:///.agentloom/agentloom.db.")]
+ConfigOpt = Annotated[Path | None, typer.Option(
+    "--config", "-c", metavar="CONFIG", help="A config file; its store is used (see --store).")]
+RunIdArg = Annotated[str, typer.Argument(metavar="RUN_ID", help="The run's id (see `runs list`).",
+                                         show_default=False)]
+
+
+# -- run / resume ----------------------------------------------------------------------------
+
+
+def _read_task(task: str | None) -> str:
+    if task is None:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise UsageFailure("no TASK given: pass it as an argument, or pipe it on stdin "
+                               "(echo 'the task' | agentloom run CONFIG)")
+        task = sys.stdin.read()
+    task = task.strip()
+    if not task:
+        raise UsageFailure("the task is empty")
+    return task
+
+
+def _default_agent(config: Config, agent: str | None) -> str:
+    if agent is not None:
+        config.agent(agent)  # a ConfigError listing the agents when unknown
+        return agent
+    return "main" if "main" in config.agents else next(iter(config.agents))
+
+
+def _finish(result: RunResult, agent: str | None, as_json: bool, store_url: str | None = None
+            ) -> None:
+    if as_json:
+        print_json({**result.to_dict(), "agent": agent})
+    else:
+        render.print_result(stdout_console(), result)
+        if store_url is not None:
+            where = f" --store {store_url}"
+            stdout_console().print(
+                f"\nEvery call is recorded. See them with:\n"
+                f"  agentloom runs show {result.run_id}{where}\n"
+                f"  agentloom runs events {result.run_id}{where}", highlight=False, markup=False)
+    raise typer.Exit(EXIT_OK if result.status == "succeeded" else EXIT_FAILED)
+
+
+@app.command()
+def run(
+    config: Annotated[Path, typer.Argument(
+        metavar="CONFIG", help="The YAML config file.", show_default=False)],
+    task: Annotated[str | None, typer.Argument(
+        metavar="TASK", help="What to do; read from stdin when omitted and stdin is not a tty.")] = None,
+    agent: Annotated[str | None, typer.Option(
+        "--agent", "-a", metavar="NAME", help="The agent to run (default: main, else the first).")] = None,
+    session: Annotated[str | None, typer.Option(
+        "--session", metavar="ID", help="Continue session ID (its history and persistent folder).")] = None,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run an agent of CONFIG on TASK and show its calls live.
+
+    Exit 0 when the run succeeded, 1 when it failed, was cancelled or timed out, 2 on a usage
+    or config error.
+    """
+    setup_logging()
+    with reported():
+        text = _read_task(task)
+        cfg = load_config(config)
+        name = _default_agent(cfg, agent)
+        runtime = runtime_from_config(cfg, store=store)
+        result = run_sync(drive(
+            runtime, lambda: runtime.start(text, agent=name, session=session), as_json=as_json))
+    _finish(result, name, as_json, runtime.store_url)
+
+
+# -- reading runs ----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _store(store: str | None, config: Path | None) -> Iterator[Store]:
+    opened = open_existing_store(resolve_store_url(store, config))
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@runs_app.command("list")
+def runs_list(
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many runs.")] = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """List runs, newest first."""
+    setup_logging()
+    with reported(), _store(store, config) as opened:
+        runs = run_summaries(opened, limit)
+    if as_json:
+        print_json(runs)
+    else:
+        render.print_runs(stdout_console(), runs)
+
+
+@runs_app.command("show")
+def runs_show(
+    run_id: RunIdArg,
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a run and its operations: attempts, hooks, arguments and results.
+
+    Each operation shows the proposed beside the executed arguments and the raw beside the
+    effective result (truncated here; complete with --json).
+    """
+    setup_logging()
+    with reported(), _store(store, config) as opened:
+        detail = run_detail(opened, run_id)
+        if detail is None:
+            raise UsageFailure(f"no run {run_id!r} in this store")
+    if as_json:
+        print_json(detail)
+    else:
+        render.print_run_detail(stdout_console(), detail)
+
+
+@runs_app.command("events")
+def runs_events(
+    run_id: RunIdArg,
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    append_to: Annotated[Path | None, typer.Option(
+        "--append-to", metavar="FILE", help="Also append the events to FILE as JSON Lines "
+        "(a torn last line left by a crash is repaired first).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The run's events (run, model, tool and delegation calls), oldest first."""
+    setup_logging()
+    with reported(), _store(store, config) as opened:
+        if opened.get("runs", {"run_id": run_id}) is None:
+            raise UsageFailure(f"no run {run_id!r} in this store")
+        events = [e.to_dict() for e in run_events(opened, run_id)]
+        if append_to is not None:
+            report = append_jsonl(append_to, events)
+            warning = report.warning()
+            if warning:
+                stderr_console().print(f"warning: {warning}", markup=False)
+            stderr_console().print(f"appended {report.appended} event(s) to {append_to}", markup=False)
+    if as_json:
+        print_json(events)
+    else:
+        render.print_events(stdout_console(), events)
+
+
+@runs_app.command("resume")
+def runs_resume(
+    run_id: RunIdArg,
+    config: Annotated[Path, typer.Option(
+        "--config", "-c", metavar="CONFIG", help="The config the run was started with (required).")],
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Continue RUN_ID from its last committed step (a finished run prints its result).
+
+    Exits like `run`.
+    """
+    setup_logging()
+    with reported():
+        cfg = load_config(config)
+        url = resolve_store_url(store, config)
+        with _store(url, None) as opened:
+            row = opened.get("runs", {"run_id": run_id})
+        if row is None:
+            raise UsageFailure(f"no run {run_id!r} in this store")
+        runtime = runtime_from_config(cfg, store=url)
+        result = run_sync(drive(runtime, lambda: runtime.resume(run_id), as_json=as_json,
+                                  live=row["status"] == "running"))
+    _finish(result, row["data"].get("agent"), as_json)
+
+
+# -- controlling runs ------------------------------------------------------------------------
+
+
+def _control_runtime(url: str, config: Path | None) -> Runtime:
+    """A runtime to send controls through: the config's, else a bare one on the store."""
+    if config is not None:
+        return runtime_from_config(load_config(config), store=url)
+    return Runtime([AgentSpec(name="control", model=TestModel())], store=url)
+
+
+async def _control(runtime: Runtime, action: Callable[[], Awaitable[None]]) -> None:
+    try:
+        await action()
+    finally:
+        await runtime.aclose()
+
+
+@runs_app.command("stop")
+def runs_stop(
+    run_id: RunIdArg,
+    reason: Annotated[str, typer.Option("--reason", help="Recorded with the stop.")] = "stopped by user",
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop a run from any process; the process driving it cancels it within a poll interval.
+
+    A run no process holds any more (its lease expired) is finished as cancelled here, which
+    needs --config (to clean its workspace).
+    """
+    setup_logging()
+    with reported():
+        url = resolve_store_url(store, config)
+        with _store(url, None) as opened:
+            row = opened.get("runs", {"run_id": run_id})
+        if row is None:
+            raise UsageFailure(f"no run {run_id!r} in this store")
+        previous = row["status"]
+        if previous == "running" and config is None and _lease_expired(row):
+            raise UsageFailure(f"no process holds run {run_id!r} any more (its lease expired); pass "
+                               "--config CONFIG so it can be finished as cancelled and its "
+                               "workspace cleaned up")
+        runtime = _control_runtime(url, config)
+        asyncio.run(_control(runtime, lambda: runtime.stop(run_id, reason)))
+        with _store(url, None) as opened:
+            now = opened.get("runs", {"run_id": run_id})
+    status = now["status"] if now else previous
+    out = {"run_id": run_id, "requested": previous == "running", "status": status}
+    if as_json:
+        print_json(out)
+    elif previous != "running":
+        stdout_console().print(f"run {run_id} had already finished ({previous}); nothing to stop")
+    else:
+        stdout_console().print(f"stop requested for run {run_id} (status now: {status})")
+
+
+def _lease_expired(row: dict[str, Any]) -> bool:
+    return float(row.get("lease_expires_at") or 0) < time.time()
+
+
+@runs_app.command("supplement")
+def runs_supplement(
+    run_id: RunIdArg,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="More user input for the run.")],
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add user input to a running run (its root agent reads it at its next turn)."""
+    setup_logging()
+    with reported():
+        if not text.strip():
+            raise UsageFailure("the supplement text is empty")
+        url = resolve_store_url(store, config)
+        with _store(url, None) as opened:
+            if opened.get("runs", {"run_id": run_id}) is None:
+                raise UsageFailure(f"no run {run_id!r} in this store")
+        runtime = _control_runtime(url, config)
+        asyncio.run(_control(runtime, lambda: runtime.supplement(run_id, text)))
+    if as_json:
+        print_json({"run_id": run_id, "supplemented": True})
+    else:
+        stdout_console().print(f"supplement recorded for run {run_id}")
+
+
+# -- init ------------------------------------------------------------------------------------
+
+
+@app.command()
+def init(
+    directory: Annotated[Path, typer.Argument(metavar="DIR", help="Where to write (default: .).",
+                                              show_default=False)] = Path(),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write an example project that runs offline: agentloom.yaml, turns.yaml, hooks.py."""
+    with reported():
+        files = scaffold(directory, force=force)
+    config = directory / "agentloom.yaml"
+    if as_json:
+        print_json({"directory": str(directory), "files": [str(f) for f in files],
+                     "config": str(config)})
+        return
+    console = stdout_console()
+    for f in files:
+        console.print(f"wrote {f}")
+    console.print(f"\nnext: agentloom run {config} \"write a note\"")
+
+
+def main() -> None:
+    """The console-script entry point."""
+    app(prog_name="agentloom")

@@ -1,0 +1,240 @@
+"""Human output of the CLI (rich): the live view of a run and the ``runs`` tables.
+
+Nothing here is used with ``--json``; JSON output is plain ``json.dumps`` on stdout.
+
+The live view shows one row per model, tool or delegation call — role, call id, capability,
+status and a summary of the actual result — from the run handle's events. On a terminal it
+redraws in place; otherwise (a pipe, a CI log) it prints one line per finished call.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from agentloom.agent import RunEvent, RunResult
+from agentloom.agent.spec import DELEGATE_PREFIX
+from agentloom.cli.views import excerpt
+
+__all__ = ["LiveView", "print_events", "print_result", "print_run_detail", "print_runs"]
+
+STATUS_STYLE = {
+    "succeeded": "green", "running": "yellow", "started": "yellow", "failed": "red",
+    "denied": "magenta", "unknown": "bright_red", "cancelled": "bright_black",
+    "timed_out": "red",
+}
+TEXT_LIMIT = 160
+ROW_LIMIT = 80  # a summary in a table row
+
+
+def _status(status: str | None) -> Text:
+    status = status or "—"
+    return Text(status, style=STATUS_STYLE.get(status, ""))
+
+
+def _when(at: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at)) if at else "—"
+
+
+@dataclass(slots=True)
+class _Call:
+    kind: str
+    role: str
+    name: str
+    call_id: str
+    status: str = "started"
+    summary: str = ""
+
+
+class LiveView:
+    """Consumes ``RunHandle.events()`` and shows the calls of a run as they happen."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.calls: list[_Call] = []
+        self._open: dict[tuple[str, str, str], _Call] = {}
+        self._live: Live | None = None
+
+    def __enter__(self) -> LiveView:
+        if self.console.is_terminal:
+            self._live = Live(self._table(), console=self.console, auto_refresh=False,
+                              transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._live is not None:
+            self._live.update(self._table(), refresh=True)
+            self._live.__exit__(kind, exc, tb)
+
+    def handle(self, event: RunEvent) -> None:
+        data = dict(event.data)
+        role = str(data.get("role") or "")
+        if event.type == "run.started":
+            self._line(Text.assemble(("run ", "bold"), event.run_id, f" started (agent {data.get('agent')})"))
+        elif event.type == "model.call.started":
+            self._start(_Call("model", role, f"turn {data.get('turn')}", "—"),
+                        ("model", role, str(data.get("turn"))))
+        elif event.type == "model.call.completed":
+            calls = data.get("tool_calls")
+            detail = ("final answer" if calls == 0 else f"{calls} tool call(s)") \
+                if calls is not None else str(data.get("error_code") or "")
+            self._finish(("model", role, str(data.get("turn"))), str(data.get("status")), detail)
+        elif event.type in ("tool.call.started", "delegation.call.started"):
+            capability = str(data.get("capability") or "")
+            kind = "delegation" if capability.startswith(DELEGATE_PREFIX) else "tool"
+            self._start(_Call(kind, role, capability, str(data.get("call_id") or "—")),
+                        ("tool", role, str(data.get("call_id"))))
+        elif event.type in ("tool.call.completed", "delegation.call.completed"):
+            self._finish(("tool", role, str(data.get("call_id"))), str(data.get("status")),
+                         str(data.get("summary") or ""))
+        self._refresh()
+
+    # -- rows ----------------------------------------------------------------------------
+    def _start(self, call: _Call, key: tuple[str, str, str]) -> None:
+        self.calls.append(call)
+        self._open[key] = call
+
+    def _finish(self, key: tuple[str, str, str], status: str, summary: str) -> None:
+        call = self._open.pop(key, None)
+        if call is None:
+            return
+        summary = summary.removeprefix(f"{status}:").strip()
+        call.status, call.summary = status, excerpt(summary, TEXT_LIMIT)
+        if self._live is None:
+            self._line(Text.assemble(
+                f"{call.role:<10} {call.kind:<10} {call.name} ",
+                (f"[{call.call_id}] " if call.call_id != "—" else ""), _status(call.status),
+                (f": {call.summary}" if call.summary else "")))
+
+    def _line(self, text: Text) -> None:
+        if self._live is None:
+            self.console.print(text, highlight=False, soft_wrap=True)
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.update(self._table(), refresh=True)
+
+    def _table(self) -> Table:
+        table = Table(box=None, show_edge=False, pad_edge=False, expand=True)
+        for column in ("#", "role", "kind", "call", "call id", "status", "summary"):
+            table.add_column(column, overflow="ellipsis", no_wrap=True,
+                             ratio=1 if column == "summary" else None)
+        for i, call in enumerate(self.calls[-40:], start=max(1, len(self.calls) - 39)):
+            table.add_row(str(i), call.role, call.kind, call.name, call.call_id,
+                          _status(call.status), call.summary)
+        return table
+
+
+def print_result(console: Console, result: RunResult) -> None:
+    """The run's final line and answer (or error)."""
+    head = Text.assemble(("run ", "bold"), result.run_id, " ", _status(result.status),
+                         f" after {result.steps} step(s)")
+    console.print(head, highlight=False)
+    if result.output:
+        console.print(Text(result.output), highlight=False, soft_wrap=True)
+    if result.error is not None:
+        console.print(Text(f"{result.error.code}: {result.error.message}", style="red"),
+                      highlight=False, soft_wrap=True)
+
+
+def print_runs(console: Console, runs: list[dict[str, Any]]) -> None:
+    if not runs:
+        console.print("no runs in this store")
+        return
+    table = Table(show_edge=False)
+    for column in ("run id", "status", "agent", "created", "task"):
+        table.add_column(column, no_wrap=True, overflow="ellipsis",
+                         min_width=20 if column == "task" else None)
+    for run in runs:
+        table.add_row(run["run_id"], _status(run["status"]), str(run["agent"] or "—"),
+                      _when(run["created_at"]), escape(excerpt(run["task"], ROW_LIMIT)))
+    console.print(table)
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return excerpt(text, TEXT_LIMIT)
+
+
+def print_run_detail(console: Console, run: dict[str, Any]) -> None:
+    """``runs show``: the run, then one block per operation (long values truncated)."""
+    console.print(Text.assemble(("run ", "bold"), run["run_id"], " ", _status(run["status"])),
+                  highlight=False)
+    for label, value in (("agent", run["agent"]), ("task", run["task"]),
+                         ("created", _when(run["created_at"])),
+                         ("updated", _when(run["updated_at"])), ("steps", run["steps"]),
+                         ("session", run["session_id"]), ("output", run["output"])):
+        if value is not None:
+            console.print(Text(f"  {label}: {_short(value)}"), highlight=False)
+    if run["error"]:
+        console.print(Text(f"  error: {run['error']['code']}: {_short(run['error']['message'])}",
+                           style="red"), highlight=False)
+    console.print(Text(f"\n{len(run['operations'])} operation(s)", style="bold"))
+    for i, op in enumerate(run["operations"], start=1):
+        console.print(_operation(i, op), soft_wrap=True)
+
+
+def _operation(i: int, op: dict[str, Any]) -> Group:
+    call = f" [{op['call_id']}]" if op["call_id"] else ""
+    lines: list[Text] = [Text.assemble(
+        (f"{i:>3}. ", "bold"), f"{op['kind']} {op['capability']}{call}  role {op['role'] or '—'}  ",
+        _status(op["status"]), f"  ({op['phase']}, op {op['operation_id']})")]
+    attempts = op["attempts"]
+    shown = ", ".join(f"#{a['attempt_no']} {a['status']}" for a in attempts["items"])
+    lines.append(Text(f"     attempts: {attempts['count']}" + (f" ({shown})" if shown else "")))
+    for hook in op["hooks"]:
+        decision = hook["decision"] or "no decision"
+        why = f" — {hook['reason'] or hook['diagnostic']}" if hook["reason"] or hook["diagnostic"] else ""
+        lines.append(Text(f"     hook {hook['hook_id']} ({hook['timing']}): {hook['status']}, "
+                          f"{decision}{_short(why) if why else ''}"))
+    if op["kind"] != "model":
+        lines.append(Text(f"     proposed: {_short(op['proposed_arguments'])}"))
+        if op["executed_arguments"] is None:
+            lines.append(Text("     executed: — (not executed)"))
+        elif op["arguments_changed"]:
+            lines.append(Text(f"     executed: {_short(op['executed_arguments'])}", style="yellow"))
+        else:
+            lines.append(Text("     executed: (as proposed)"))
+    if op["raw_result"] is not None:
+        lines.append(Text(f"     raw: {_short(op['raw_result'])}"))
+        if op["effective_result"] is None:
+            lines.append(Text("     effective: — (not delivered)"))
+        elif op["result_changed"]:
+            lines.append(Text(f"     effective: {_short(op['effective_result'])}", style="yellow"))
+        else:
+            lines.append(Text("     effective: (same as raw)"))
+    if op["error"]:
+        lines.append(Text(f"     error: {op['error']['code']}: {_short(op['error']['message'])}",
+                          style="red"))
+    elif op["reason"]:
+        lines.append(Text(f"     reason: {_short(op['reason'])}", style="magenta"))
+    return Group(*lines)
+
+
+def print_events(console: Console, events: list[dict[str, Any]]) -> None:
+    if not events:
+        console.print("no events")
+        return
+    table = Table(show_edge=False)
+    for column in ("time", "event", "role", "capability", "call id", "status", "summary"):
+        table.add_column(column, no_wrap=True, overflow="ellipsis",
+                         min_width=20 if column == "summary" else None)
+    for e in events:
+        summary = e.get("summary") or e.get("output") or (e.get("task") if e["type"] == "run.started"
+                                                         else None)
+        table.add_row(time.strftime("%H:%M:%S", time.localtime(e["at"])), e["type"],
+                      str(e.get("role") or ""), str(e.get("capability") or ""),
+                      str(e.get("call_id") or ""), _status(e.get("status")) if e.get("status") else "",
+                      escape(excerpt(str(summary), ROW_LIMIT)) if summary else "")
+    console.print(table)

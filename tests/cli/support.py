@@ -1,0 +1,61 @@
+"""Helpers for the CLI tests: the in-process runner, a script-model project, subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from agentloom.cli.main import app
+
+SUBPROCESS_TIMEOUT_S = 120
+
+
+@dataclass
+class Cli:
+    """Runs ``agentloom`` in this process (typer's CliRunner): stdout and stderr apart."""
+
+    store: str
+
+    def __call__(self, *args: str, input: str | None = None) -> Any:
+        return CliRunner().invoke(app, list(args), input=input, catch_exceptions=False)
+
+    def json(self, *args: str, input: str | None = None, exit_code: int = 0) -> Any:
+        result = self(*args, "--json", input=input)
+        assert result.exit_code == exit_code, (result.stdout, result.stderr)
+        return json.loads(result.stdout)
+
+
+def write_project(folder: Path, turns: str, *, tools: Sequence[str] = ("fs.read", "fs.write", "exec"),
+                  extra: str = "") -> Path:
+    """A one-agent config on the script model with ``turns`` (YAML list items)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "turns.yaml").write_text("turns:\n" + turns, encoding="utf-8")
+    config = folder / "agentloom.yaml"
+    config.write_text(
+        "version: 1\nagents:\n  main:\n    model: {builtin: script, path: turns.yaml}\n"
+        f"    tools: [{', '.join(tools)}]\n{extra}", encoding="utf-8")
+    return config
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "AGENTLOOM_STORE"}
+
+
+def agentloom(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m agentloom ARGS`` in a real subprocess."""
+    return subprocess.run([sys.executable, "-m", "agentloom", *args], cwd=cwd, env=_env(),
+                          input=input, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
+
+
+def spawn(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    """``python -m agentloom ARGS`` started in the background."""
+    return subprocess.Popen([sys.executable, "-m", "agentloom", *args], cwd=cwd, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

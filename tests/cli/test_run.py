@@ -1,0 +1,157 @@
+"""``agentloom run`` and ``agentloom init``: exit codes, ``--json`` output, the live view, where
+the task and the store come from. In process (typer's CliRunner), offline, on SQLite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentloom.cli.scaffold import FILES
+
+from .support import Cli, write_project
+
+EXHAUSTED = """\
+  - tool_calls:
+      - name: fs_write
+        arguments: {path: a.txt, content: a}
+"""
+
+
+def test_cli_init_then_run_json_prints_run_id_status_output(project: Path, cli: Cli) -> None:
+    result = cli("run", str(project / "agentloom.yaml"), "write a note", "--store", cli.store, "--json")
+
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)  # stdout is exactly one JSON object
+    assert out["status"] == "succeeded"
+    assert out["run_id"] and out["agent"] == "main" and out["error"] is None
+    assert out["output"] == "I wrote hello.txt, read it back, listed the workspace and ran echo."
+
+
+def test_cli_init_writes_the_three_files_and_refuses_to_overwrite_without_force(
+    tmp_path: Path, cli: Cli
+) -> None:
+    folder = tmp_path / "p"
+    first = cli.json("init", str(folder))
+    assert sorted(Path(f).name for f in first["files"]) == sorted(FILES)
+    (folder / "hooks.py").write_text("# mine\n", encoding="utf-8")
+
+    again = cli("init", str(folder))
+    assert again.exit_code == 2
+    assert "--force" in again.stderr and "hooks.py" in again.stderr
+    assert (folder / "hooks.py").read_text(encoding="utf-8") == "# mine\n"
+
+    forced = cli("init", str(folder), "--force")
+    assert forced.exit_code == 0
+    assert (folder / "hooks.py").read_text(encoding="utf-8") == FILES["hooks.py"]
+
+
+def test_cli_run_live_view_shows_each_call_with_role_call_id_status_then_the_answer(
+    project: Path, cli: Cli
+) -> None:
+    result = cli("run", str(project / "agentloom.yaml"), "write a note", "--store", cli.store)
+
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    calls = [line.split() for line in lines if line.startswith("main ")]
+    assert [c[1:3] for c in calls] == [
+        ["model", "turn"], ["tool", "fs.write"], ["model", "turn"], ["tool", "fs.read"],
+        ["model", "turn"], ["tool", "fs.list"], ["tool", "exec"], ["model", "turn"]]
+    assert any("[call_1_1] succeeded" in line for line in lines)
+    assert any("exec [call_3_2] succeeded" in line and '"exit_code": 0' in line for line in lines)
+    assert "succeeded after 4 step(s)" in result.stdout
+    answer = lines.index("I wrote hello.txt, read it back, listed the workspace and ran echo.")
+    # then where to look: the run's operations and events, in the store it used
+    run_id = next(line.split()[1] for line in lines if line.startswith("run ") and "succeeded" in line)
+    assert lines[answer + 2:] == [
+        "Every call is recorded. See them with:",
+        f"  agentloom runs show {run_id} --store {cli.store}",
+        f"  agentloom runs events {run_id} --store {cli.store}"]
+
+
+def test_cli_run_reads_the_task_from_stdin_when_it_is_omitted(project: Path, cli: Cli) -> None:
+    out = cli.json("run", str(project / "agentloom.yaml"), "--store", cli.store,
+                   input="a task from stdin\n")
+    shown = cli.json("runs", "show", out["run_id"], "--store", cli.store)
+    assert shown["task"] == "a task from stdin"
+
+
+def test_cli_run_with_an_empty_task_exits_2(project: Path, cli: Cli) -> None:
+    result = cli("run", str(project / "agentloom.yaml"), "--store", cli.store, input="  \n")
+    assert result.exit_code == 2
+    assert "task is empty" in result.stderr
+
+
+def test_cli_run_config_error_exits_2_and_names_the_key_path(tmp_path: Path, cli: Cli) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text("version: 1\nagents:\n  main:\n    model: {builtin: test}\n"
+                      "    tools: [fs.read, fs.raed]\n", encoding="utf-8")
+
+    result = cli("run", str(config), "x", "--store", cli.store, "--json")
+
+    assert result.exit_code == 2
+    assert result.stdout == ""  # nothing but the JSON result would ever go there
+    assert "agents.main.tools[1]" in result.stderr and "fs.raed" in result.stderr
+
+
+def test_cli_run_missing_config_file_and_unknown_agent_exit_2(project: Path, cli: Cli) -> None:
+    missing = cli("run", str(project / "nope.yaml"), "x", "--store", cli.store)
+    assert missing.exit_code == 2 and "no such config file" in missing.stderr
+
+    unknown = cli("run", str(project / "agentloom.yaml"), "x", "--agent", "planner", "--store", cli.store)
+    assert unknown.exit_code == 2 and "'planner'" in unknown.stderr and "main" in unknown.stderr
+
+
+def test_cli_run_exits_1_when_the_script_calls_a_tool_not_offered(tmp_path: Path, cli: Cli) -> None:
+    config = write_project(tmp_path / "p", "  - tool_calls:\n      - name: fs_delete\n"
+                           "        arguments: {path: a.txt}\n  - text: never\n", tools=["fs.read"])
+
+    out = cli.json("run", str(config), "delete it", "--store", cli.store, exit_code=1)
+
+    assert out["status"] == "failed" and out["output"] is None
+    assert "fs_delete" in out["error"]["message"]
+
+
+def test_cli_run_exits_1_when_the_script_is_exhausted(tmp_path: Path, cli: Cli) -> None:
+    config = write_project(tmp_path / "p", EXHAUSTED)
+
+    result = cli("run", str(config), "write", "--store", cli.store)
+
+    assert result.exit_code == 1
+    assert "failed after" in result.stdout and "SCRIPT_EXHAUSTED" in result.stdout
+
+
+def test_cli_run_store_defaults_to_sqlite_beside_the_config(project: Path, cli: Cli) -> None:
+    out = cli.json("run", str(project / "agentloom.yaml"), "write a note")
+
+    assert (project / ".agentloom" / "agentloom.db").is_file()
+    listed = cli.json("runs", "list", "--config", str(project / "agentloom.yaml"))
+    assert [r["run_id"] for r in listed] == [out["run_id"]]
+
+
+def test_cli_run_agentloom_store_env_overrides_the_config_default(
+    project: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTLOOM_STORE", cli.store)
+    out = cli.json("run", str(project / "agentloom.yaml"), "write a note")
+
+    assert not (project / ".agentloom" / "agentloom.db").exists()
+    assert cli.json("runs", "list")[0]["run_id"] == out["run_id"]
+
+
+def test_cli_run_config_hook_denies_exec_and_the_run_goes_on(project: Path, cli: Cli) -> None:
+    turns = (project / "turns.yaml").read_text(encoding="utf-8")
+    (project / "turns.yaml").write_text(
+        turns.replace("argv: [echo, note written]", "argv: [rm, -rf, /work]")
+        .replace("contains: note written", "contains: not allowed"), encoding="utf-8")
+
+    out = cli.json("run", str(project / "agentloom.yaml"), "write a note", "--store", cli.store)
+
+    assert out["status"] == "succeeded"
+    shown = cli.json("runs", "show", out["run_id"], "--store", cli.store)
+    (op,) = [o for o in shown["operations"] if o["capability"] == "exec"]
+    assert op["status"] == "denied" and op["executed_arguments"] is None
+    assert op["attempts"] == {"count": 0, "items": []}
+    assert op["hooks"][0]["hook_id"] == "exec-guard" and op["hooks"][0]["decision"] == "deny"
+    assert "rm is not allowed here" in op["reason"]
