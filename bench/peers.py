@@ -1,11 +1,11 @@
-"""The peers' half of ``bench/peers.py``, on its own until AgentLoom's agent loop exists.
+"""AgentLoom against its peers: the per-step cost of one 100-step agent run, in one process run.
 
-Run from the repository root, with the ``bench`` extra installed::
+Run from the repository root, with the ``bench`` extra installed
+(``pip install -e '.[dev,bench]'``)::
 
-    python bench/peers_peers_only.py              # 100 steps × 5 runs each, 1,000 × 10 concurrent
-                                                  # (under ~3 minutes on 2 cores)
-    python bench/peers_peers_only.py --quick      # 1 run each, 200 × 10 concurrent
-    python bench/peers_peers_only.py --json       # JSON on stdout, the tables on stderr
+    python bench/peers.py              # 100 steps × 5 runs each, 1,000 × 10 concurrent
+    python bench/peers.py --quick      # 1 run each, 200 × 10 concurrent
+    python bench/peers.py --json       # JSON on stdout, the tables on stderr
 
 Measured in this run, on this machine: per-step cost of a ``--steps`` run (see
 ``peers/common.py`` for what a step is and where the clock is read), first/last ten steps,
@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from peers import common, langgraph_peer, openai_agents_peer, pydantic_ai_peer
+from peers import agentloom_peer, common, langgraph_peer, openai_agents_peer, pydantic_ai_peer
 from peers.common import ConcurrentFigures, StepFigures
 
 TARGET_FACTOR = 0.5
@@ -47,8 +47,14 @@ class Row:
 
 
 def rows() -> list[Row]:
-    lg, oa, pa = langgraph_peer, openai_agents_peer, pydantic_ai_peer
+    lg, oa, pa, al = langgraph_peer, openai_agents_peer, pydantic_ai_peer, agentloom_peer
     return [
+        Row(key="agentloom-memory", durable=False, available=al.available,
+            run=lambda n: al.run_steps(n, "memory")),
+        Row(key="agentloom-sqlite", durable=True, available=al.available,
+            run=lambda n: al.run_steps(n, "sqlite")),
+        Row(key="agentloom-postgres", durable=True, available=pg_unreachable,
+            run=lambda n: al.run_steps(n, "postgres")),
         Row(key="langgraph-memory", durable=False, available=lg.available,
             run=lambda n: lg.run_steps(n, "memory")),
         Row(key="langgraph-memory-async", durable=False, available=lg.available,
@@ -127,13 +133,30 @@ def report(figures: dict[str, StepFigures], durable: set[str], out: Any) -> dict
             growth = (sum(b[-common.EDGE:]) / sum(b[:common.EDGE]))
             print(f"bytes/step, {f.label}: step 1 {b[0]:,} B, step {len(b)} {b[-1]:,} B "
                   f"(last10/first10 {growth:.2f}×); {sum(b):,} B over {len(b)} steps", file=out)
-    budgets = {"AgentLoom in-memory": min(non_durable.values()) if non_durable else None,
+    peers_nd = {k: v for k, v in non_durable.items() if not k.startswith("agentloom")}
+    budgets = {"AgentLoom in-memory": min(peers_nd.values()) if peers_nd else None,
                "AgentLoom durable SQLite": medians.get("langgraph-sqlite"),
                "AgentLoom durable PostgreSQL": medians.get("langgraph-postgres")}
     summary["budgets_us"] = {k: v * TARGET_FACTOR for k, v in budgets.items() if v}
-    print(f"\nbudgets for AgentLoom ({TARGET_FACTOR}× the peer above, median µs/step):", file=out)
+    print(f"\ntargets for AgentLoom ({TARGET_FACTOR}× the peer, median µs/step; flat: last 10 "
+          "steps ≤ 1.2× the first 10, bytes/step constant):", file=out)
+    ours = {"AgentLoom in-memory": "agentloom-memory",
+            "AgentLoom durable SQLite": "agentloom-sqlite",
+            "AgentLoom durable PostgreSQL": "agentloom-postgres"}
+    verdicts = {}
     for name, us in summary["budgets_us"].items():
-        print(f"  {name}: ≤ {us:,.1f}", file=out)
+        key = ours[name]
+        if key not in medians:
+            print(f"  {name}: ≤ {us:,.1f}  (not measured)", file=out)
+            continue
+        f = figures[key]
+        flat = common.flat_ratio(f.step_ns)
+        ok = medians[key] <= us and flat <= 1.2
+        verdicts[name] = ok
+        print(f"  {name}: {medians[key]:,.1f} µs/step vs ≤ {us:,.1f} "
+              f"({medians[key] / (us / TARGET_FACTOR):.2f}× the peer); last/first {flat:.2f} "
+              f"→ {'PASS' if ok else 'FAIL'}", file=out)
+    summary["verdicts"] = verdicts
     return summary
 
 
@@ -175,7 +198,8 @@ def main() -> int:
 
     concurrent: list[ConcurrentFigures] = []
     if args.concurrent:
-        modules = {"langgraph-memory-async": "langgraph_peer", "openai-agents": "openai_agents_peer",
+        modules = {"agentloom-memory": "agentloom_peer",
+                   "langgraph-memory-async": "langgraph_peer", "openai-agents": "openai_agents_peer",
                    "pydantic-ai": "pydantic_ai_peer"}
         for key, module in modules.items():
             if key in figures:
