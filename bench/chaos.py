@@ -158,7 +158,7 @@ def check(store_url: str, counter: Path, run_ids: list[str]) -> list[str]:
                              for o in ops if o["event_type"] == "model")
             calls = set()
             for row in ops:
-                state = OperationState.from_row(row)
+                state = OperationState.from_row(row, store)
                 if row["outcome"] is None:
                     problems.append(f"operation {row['operation_id']} was left unfinished")
                 if row["event_type"] != "tool":

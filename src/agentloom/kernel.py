@@ -259,7 +259,7 @@ class Kernel:
         rows = self.store.query("operations", {"run_id": ctx.run_id, "outcome": None},
                                 order_by=("created_at",))
         for row in rows:
-            state = OperationState.from_row(row)
+            state = OperationState.from_row(row, self.store)
             spec = ctx.catalog.by_key(state.capability_key)
             handler = self._owner(spec).handler_for(spec)
             assert handler is not None

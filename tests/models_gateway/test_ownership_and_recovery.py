@@ -17,7 +17,7 @@ from agentloom.models.gateway import ModelCallFailed, request_to_payload
 from agentloom.models.manager import ModelManager, model_capability
 from agentloom.models.offline import TestModel
 from agentloom.models.ports import AttemptInfo
-from agentloom.models.types import ModelDescriptor, ModelRequest, ProviderEvent, TextDelta
+from agentloom.models.types import Finish, ModelDescriptor, ModelRequest, ProviderEvent, TextDelta
 from agentloom.pipeline.retry import RetryPolicy
 
 from .support import model_hook, request
@@ -145,26 +145,62 @@ async def test_a_stop_during_the_stream_is_cancelled_not_retried_and_keeps_nothi
     assert op["outcome"] == "cancelled" and op["data"]["result"] is None
 
 
-async def test_s9_a_model_attempt_lost_in_a_crash_is_unknown_on_recovery_and_never_sent_again(
+class HangsOnce(Hanging):
+    """Hangs on its first Attempt (the process "dies" there), answers on the next."""
+
+    async def stream_once(self, request: ModelRequest, attempt: AttemptInfo) -> AsyncIterator[ProviderEvent]:
+        if self.attempts == 0:
+            async for event in super().stream_once(request, attempt):
+                yield event
+        self.attempts += 1
+        yield TextDelta("a whole answer")
+        yield Finish("stop")
+
+
+async def test_s9_a_model_attempt_lost_in_a_crash_leaves_nothing_and_is_issued_again(
     make: Any,
 ) -> None:
-    model = Hanging()
+    """Issue #5: a model call interrupted before its raw response was saved is re-issued as a
+    new Attempt (generation has no external side effect). Without before-hooks its intent is
+    committed with its result, so a crash mid-Attempt leaves no operation at all."""
+    model = HangsOnce()
     g = await make({"main": model})
     call = asyncio.ensure_future(g.generate(logical_key="turn-1"))
     async with asyncio.timeout(10):
         await model.streaming.wait()
-    call.cancel()  # the process "dies" mid-Attempt: nothing after attempt_started is saved
+    call.cancel()  # the process "dies" mid-Attempt: nothing was committed for this call
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert g.operations() == []
+    assert await g.kernel.recover(g.ctx) == []
+
+    response = await g.generate(logical_key="turn-1")
+    assert response.text == "a whole answer" and model.attempts == 2
+    (op,) = g.operations()
+    assert op["outcome"] == "succeeded" and op["data"]["attempts"] == 1
+    assert "half a sen" not in str(op["data"]["raw"])  # never spliced with the lost Attempt
+
+
+async def test_s9_a_model_attempt_lost_after_its_intent_was_saved_is_a_new_attempt_on_recovery(
+    make: Any,
+) -> None:
+    """With a before-hook the intent is committed first; recovery marks the lost Attempt and
+    sends the request again as Attempt 2 — never ``unknown`` for a generation."""
+    model = HangsOnce()
+    g = await make({"main": model}, hooks=[model_hook("allow", lambda event: {"decision": "allow"})])
+    call = asyncio.ensure_future(g.generate(logical_key="turn-1"))
+    async with asyncio.timeout(10):
+        await model.streaming.wait()
+    call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
     (op,) = g.operations()
     assert op["phase"] == "attempt_started" and op["outcome"] is None
 
     (recovered,) = await g.kernel.recover(g.ctx)
-    assert recovered.outcome == "unknown"
-    assert recovered.error is not None and recovered.error.code == "ATTEMPT_OUTCOME_UNKNOWN"
-    with pytest.raises(ModelCallFailed) as caught:
-        await g.generate(logical_key="turn-1")
-    assert caught.value.outcome == "unknown"
-    assert model.attempts == 1
-    assert g.ctx.context_scope is not None
-    assert g.kernel.context.view(g.ctx.context_scope) == []
+    assert recovered.outcome == "succeeded" and recovered.attempts == 2
+    attempts = g.kernel.store.query("attempts", {"operation_id": op["operation_id"]},
+                                    order_by=("attempt_no",))
+    assert [a["status"] for a in attempts] == ["lost", "succeeded"]
+    assert (await g.generate(logical_key="turn-1")).text == "a whole answer"
+    assert model.attempts == 2  # the stored result is returned, not generated a third time

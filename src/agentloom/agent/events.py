@@ -68,7 +68,7 @@ def run_events(store: Store, run_id: str) -> list[RunEvent]:
                 "role": request.get("role"), "call_id": request.get("call_id"),
                 "purpose": request.get("purpose")}
         events.append(RunEvent(f"{kind}.call.started", run_id, row["created_at"], base))
-        envelope = stored_envelope(row)
+        envelope = stored_envelope(row, store)
         if envelope is not None:
             done = {**base, "status": envelope_status(envelope), "attempts": envelope.attempts}
             if kind != "model":

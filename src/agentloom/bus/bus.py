@@ -113,6 +113,7 @@ class EventBus:
         logical_key: str | None = None,
         purpose: str | None = None,
         call_id: str | None = None,
+        prevalidated: bool = False,
     ) -> OperationResult:
         """Send one request and wait for its terminal envelope.
 
@@ -131,6 +132,7 @@ class EventBus:
             causation_id=stack[-1][0] if stack else None,
             purpose=purpose,
             call_id=call_id,
+            prevalidated=prevalidated,
         )
         owner = self._owners.get(event_type)
         if owner is None:

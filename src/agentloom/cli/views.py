@@ -14,7 +14,7 @@ from typing import Any
 from agentloom.agent import list_runs
 from agentloom.agent.events import envelope_status, summary_of
 from agentloom.agent.spec import DELEGATE_PREFIX
-from agentloom.pipeline.records import OperationState, stored_envelope
+from agentloom.pipeline.records import OperationState
 from agentloom.results import ToolResult
 from agentloom.store import Store
 
@@ -86,8 +86,8 @@ def operation_detail(store: Store, row: dict[str, Any]) -> dict[str, Any]:
     ``status`` is ``succeeded`` / ``failed`` / ``denied`` / ``unknown`` / ``cancelled`` once
     the operation is terminal, ``running`` before (``phase`` says how far it got).
     """
-    state = OperationState.from_row(row)
-    envelope = stored_envelope(row)
+    state = OperationState.from_row(row, store)
+    envelope = state.envelope_result() if state.envelope is not None else None
     request = state.request
     attempts = store.query("attempts", {"operation_id": state.operation_id},
                            order_by=("attempt_no",))

@@ -59,12 +59,14 @@ __all__ = [
     "RequestBus",
     "check_response",
     "is_model_capability",
+    "message_to_dict",
     "model_key",
     "model_name",
     "payload_to_request",
     "request_to_payload",
     "response_from_dict",
     "response_to_dict",
+    "tool_to_dict",
 ]
 
 MODEL_EVENT = "model"
@@ -109,7 +111,7 @@ def _call_to_dict(call: ToolCall) -> dict[str, Any]:
     return {"id": call.id, "name": call.name, "arguments": call.arguments, "index": call.index}
 
 
-def _message_to_dict(m: Message) -> dict[str, Any]:
+def message_to_dict(m: Message) -> dict[str, Any]:
     out: dict[str, Any] = {"role": m.role}
     if m.content is not None:
         out["content"] = m.content
@@ -126,14 +128,20 @@ def _message_to_dict(m: Message) -> dict[str, Any]:
     return out
 
 
-def request_to_payload(request: ModelRequest) -> dict[str, Any]:
-    """The JSON payload of ``request`` (its ``purpose`` travels beside it, on the bus)."""
+def tool_to_dict(t: ToolDef) -> dict[str, Any]:
+    return {"name": t.name, "description": t.description, "parameters": _plain(t.parameters)}
+
+
+def request_to_payload(
+    request: ModelRequest, *, messages: list[dict[str, Any]] | None = None,
+    tools: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The JSON payload of ``request`` (its ``purpose`` travels beside it, on the bus);
+    ``messages`` / ``tools`` are their JSON forms when the caller already has them."""
     return {
-        "messages": [_message_to_dict(m) for m in request.messages],
-        "tools": [
-            {"name": t.name, "description": t.description, "parameters": _plain(t.parameters)}
-            for t in request.tools
-        ],
+        "messages": [message_to_dict(m) for m in request.messages] if messages is None
+        else messages,
+        "tools": [tool_to_dict(t) for t in request.tools] if tools is None else tools,
         "output_format": _plain(request.output_format),
         "think": None if request.think is None
         else {"enabled": request.think.enabled, "effort": request.think.effort},
@@ -320,6 +328,7 @@ class RequestBus(Protocol):
         event_type: str = ...,
         logical_key: str | None = ...,
         purpose: str | None = ...,
+        prevalidated: bool = ...,
     ) -> OperationResult: ...
 
     def notify(self, kind: str, payload: dict[str, Any]) -> None: ...
@@ -412,10 +421,21 @@ class ModelGateway:
             "purpose": purpose,
         }
         self._bus.notify("model.started", observed)
-        payload = request_to_payload(request)
-        envelope = await self._bus.request(
-            model_name(model), payload, context, event_type=MODEL_EVENT,
-            logical_key=logical_key, purpose=purpose)
+        if self._manager is not None:
+            cache = self._manager.payloads
+            payload, checked = cache.payload(request)
+            key = id(payload["messages"])
+            cache.sent[key] = (payload, request)
+            try:
+                envelope = await self._bus.request(
+                    model_name(model), payload, context, event_type=MODEL_EVENT,
+                    logical_key=logical_key, purpose=purpose, prevalidated=checked)
+            finally:
+                cache.sent.pop(key, None)
+        else:
+            envelope = await self._bus.request(
+                model_name(model), request_to_payload(request), context, event_type=MODEL_EVENT,
+                logical_key=logical_key, purpose=purpose)
         observed.update(operation_id=envelope.operation_id, outcome=envelope.outcome,
                         attempts=envelope.attempts)
         try:

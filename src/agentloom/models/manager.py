@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentloom.catalog import CapabilitySpec
@@ -25,12 +26,16 @@ from agentloom.models.gateway import (
     EFFORTS,
     MODEL_REQUEST_INVALID,
     ROLES,
+    message_to_dict,
     model_key,
     model_name,
     payload_to_request,
+    request_to_payload,
     response_to_dict,
+    tool_to_dict,
 )
 from agentloom.models.ports import DEFAULT_FINISH_GRACE_S, AttemptInfo, Connection, ModelAdapter
+from agentloom.models.types import ModelRequest
 from agentloom.pipeline.ports import AttemptContext, CapabilityHandler, CapabilityRequest
 from agentloom.results import JsonBlock, ResultStatus, ToolResult
 
@@ -158,6 +163,10 @@ class ModelHandler:
     ``ScriptModel`` — which the caller keeps owning.
     """
 
+    #: A generation has no external side effect: an Attempt lost in a crash is issued again
+    #: (000 §4), and its intent is committed with its result when no before-hook runs.
+    rerunnable = True
+
     def __init__(
         self,
         name: str,
@@ -166,6 +175,7 @@ class ModelHandler:
         first_output_timeout_s: float = 60.0,
         stream_idle_timeout_s: float | None = None,
         finish_grace_s: float = DEFAULT_FINISH_GRACE_S,
+        payloads: PayloadCache | None = None,
     ) -> None:
         try:  # validated once here, not on every Attempt
             AttemptInfo(first_output_timeout_s=first_output_timeout_s,
@@ -180,6 +190,7 @@ class ModelHandler:
         self._given: ModelAdapter | None = None if isinstance(source, Connection) else source
         self._built: ModelAdapter | None = None
         self._built_on: asyncio.AbstractEventLoop | None = None
+        self._payloads = payloads
 
     def describe(self) -> str:
         if self._connection is not None:
@@ -211,7 +222,8 @@ class ModelHandler:
         from agentloom.models.errors import ModelAttemptError
 
         try:
-            model_request = payload_to_request(request.arguments)
+            recalled = self._payloads.recall(request.arguments) if self._payloads else None
+            model_request = recalled or payload_to_request(request.arguments)
         except ValueError as exc:
             return ToolResult(status="failed", error=OperationError(
                 code=MODEL_REQUEST_INVALID, category="validation", phase="validate",
@@ -254,6 +266,78 @@ def _own_error(exc: ModelAttemptError) -> OperationError | None:
     return None
 
 
+# -- the payload cache ---------------------------------------------------------------------------
+
+
+class PayloadCache:
+    """Builds a request's payload from parts it has seen before (000 §4: an agent's history
+    grows by a few messages a turn; its earlier messages are the same objects every turn).
+
+    Each ``Message`` / ``ToolDef`` object is turned into its JSON form once and checked once
+    against *its item* of ``MODEL_PAYLOAD_SCHEMA``; the rest of the payload is checked with the
+    whole schema on a one-message, no-tool copy. A payload whose every part passed is exactly
+    one the whole schema accepts (array items are checked independently), so the pipeline need
+    not walk the history again; any part that failed leaves the payload to the pipeline's full
+    check, with its usual error. ``sent`` lets the handler take the typed request back instead
+    of parsing the payload, when the payload it is handed is still the one built here.
+    """
+
+    LIMIT = 50_000
+
+    def __init__(self) -> None:
+        from agentloom.catalog import ArgumentValidator
+
+        props = MODEL_PAYLOAD_SCHEMA["properties"]
+        self._message_ok = ArgumentValidator(props["messages"]["items"]).is_valid
+        self._tool_ok = ArgumentValidator(props["tools"]["items"]).is_valid
+        self._rest_ok = ArgumentValidator(MODEL_PAYLOAD_SCHEMA).is_valid
+        self._parts: dict[int, tuple[object, dict[str, Any], bool]] = {}
+        self.sent: dict[int, tuple[dict[str, Any], ModelRequest]] = {}
+
+    def _part(self, obj: object, build: Callable[[Any], dict[str, Any]],
+              ok: Callable[[Any], bool]) -> tuple[dict[str, Any], bool]:
+        found = self._parts.get(id(obj))
+        if found is None or found[0] is not obj:
+            if len(self._parts) >= self.LIMIT:
+                for key in list(self._parts)[: self.LIMIT // 2]:
+                    del self._parts[key]
+            value = build(obj)
+            found = self._parts[id(obj)] = (obj, value, ok(value))
+        return found[1], found[2]
+
+    def payload(self, request: ModelRequest) -> tuple[dict[str, Any], bool]:
+        """``request_to_payload(request)`` and whether it is known to match the schema."""
+        checked = True
+        messages = []
+        for m in request.messages:
+            value, ok = self._part(m, message_to_dict, self._message_ok)
+            messages.append(value)
+            checked = checked and ok
+        tools = []
+        for t in request.tools:
+            value, ok = self._part(t, tool_to_dict, self._tool_ok)
+            tools.append(value)
+            checked = checked and ok
+        payload = request_to_payload(request, messages=messages, tools=tools)
+        if checked:
+            checked = bool(messages) and self._rest_ok({**payload, "messages": messages[:1],
+                                                        "tools": []})
+        return payload, checked
+
+    def recall(self, arguments: Mapping[str, Any]) -> ModelRequest | None:
+        """The typed request ``arguments`` were built from, when they are still exactly that."""
+        messages = arguments.get("messages")
+        found = self.sent.get(id(messages))
+        if found is None:
+            return None
+        payload, request = found
+        if payload["messages"] is not messages or payload["tools"] is not arguments.get("tools") \
+                or any(payload[k] != arguments.get(k) for k in payload
+                       if k not in ("messages", "tools")) or len(arguments) != len(payload):
+            return None
+        return request
+
+
 # -- the owner ----------------------------------------------------------------------------------
 
 
@@ -261,6 +345,7 @@ class ModelManager:
     def __init__(self) -> None:
         self._handlers: dict[str, CapabilityHandler] = {}
         self._specs: dict[str, CapabilitySpec] = {}
+        self.payloads = PayloadCache()
 
     def register(self, handler_ref: str, handler: CapabilityHandler) -> None:
         """Register the raw handler behind ``handler_ref`` (one handler per reference)."""
@@ -289,7 +374,8 @@ class ModelManager:
         """
         handler = ModelHandler(
             name, source, first_output_timeout_s=first_output_timeout_s,
-            stream_idle_timeout_s=stream_idle_timeout_s, finish_grace_s=finish_grace_s)
+            stream_idle_timeout_s=stream_idle_timeout_s, finish_grace_s=finish_grace_s,
+            payloads=self.payloads)
         spec = model_capability(name, description=handler.describe())
         self.register(spec.handler_ref, handler)
         self._specs[spec.capability_key] = spec

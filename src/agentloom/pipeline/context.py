@@ -54,3 +54,6 @@ class Request:
     causation_id: str | None = None
     purpose: str | None = None
     call_id: str | None = None  # the model's id for this tool call (F14), when a model made it
+    # The sender checked these arguments against the capability's schema part by part (the
+    # model gateway does, see models.manager.PayloadCache); unchanged, they are not re-walked.
+    prevalidated: bool = False

@@ -30,10 +30,16 @@ from agentloom.hooks.spec import HookSpec
 from agentloom.pipeline import crashpoints
 from agentloom.pipeline.attempt import run_attempt, sleep_unless_cancelled
 from agentloom.pipeline.chain import HookChain
-from agentloom.pipeline.context import Request
+from agentloom.pipeline.context import InvocationContext, Request
 from agentloom.pipeline.coordinator import CommitCoordinator
 from agentloom.pipeline.ports import CapabilityHandler
-from agentloom.pipeline.records import OperationState, attempt_row, hook_row
+from agentloom.pipeline.records import (
+    OperationState,
+    arguments_delta,
+    attempt_row,
+    hook_row,
+    remember_arguments,
+)
 from agentloom.results import (
     SIDE_EFFECTS_NOT_ROLLED_BACK,
     OperationResult,
@@ -43,6 +49,9 @@ from agentloom.results import (
 from agentloom.store.ports import Fence, Op, Store, WriteSet
 
 Observer = Callable[[str, dict[str, Any]], None]
+
+
+BASES_LIMIT = 10_000  # (run, capability, role) bases kept for delta-encoded arguments
 
 
 class InvocationPipeline(HookChain):
@@ -65,6 +74,8 @@ class InvocationPipeline(HookChain):
         self.context = context or ContextManager(store)
         self.observer = observer
         self._active = 0  # calls in flight; a lone call commits without the writer thread
+        # (run, capability, role) -> the last stored call's (operation id, proposed arguments)
+        self._bases: dict[tuple[str, str, str | None], tuple[str, dict[str, Any]]] = {}
 
     # -- entry points ------------------------------------------------------------------
     async def invoke(self, request: Request, handler: CapabilityHandler) -> OperationResult:
@@ -115,7 +126,7 @@ class InvocationPipeline(HookChain):
             "operations",
             {"run_id": request.context.run_id, "logical_key": request.logical_key}, limit=1,
         )
-        return OperationState.from_row(rows[0]) if rows else None
+        return OperationState.from_row(rows[0], self.store) if rows else None
 
     async def _lost_race(self, request: Request, handler: CapabilityHandler) -> OperationResult:
         """Another caller created this logical call first: wait on theirs, do not run a second."""
@@ -149,6 +160,11 @@ class InvocationPipeline(HookChain):
                 raw = await run_attempt(state, request, spec, handler, state.attempts,
                                         dict(state.payload))
                 return await self._after_attempt(state, request, spec, raw, state.attempts)
+            if getattr(handler, "rerunnable", False):
+                # the lost Attempt of a re-runnable call had no side effect: a new Attempt
+                await self._commit(request, [attempt_row(state.operation_id, state.attempts,
+                                                         "lost", {}, finished=True)])
+                return await self._execute_phase(state, request, spec, handler, [])
             return await self._attempt_lost(state, request)
         if state.phase in ("raw_saved", "hooks_after"):
             after = self._recorded_chain(state, "after")
@@ -165,7 +181,7 @@ class InvocationPipeline(HookChain):
     def _new_state(self, request: Request, spec: CapabilitySpec) -> OperationState:
         ctx = request.context
         args = dict(request.arguments)
-        return OperationState(
+        state = OperationState(
             operation_id=request.operation_id,
             run_id=ctx.run_id,
             logical_key=request.logical_key,
@@ -187,6 +203,14 @@ class InvocationPipeline(HookChain):
             payload=args,
             hooks_version=self.hooks.version,
         )
+        base = self._bases.get((ctx.run_id, spec.capability_key, ctx.role))
+        if base is not None:
+            # e.g. a model call: the history of the previous call plus a few messages
+            delta = arguments_delta(base[1], args)
+            if delta is not None:
+                state.stored_request = {**state.request, "proposed_arguments": None,
+                                        "proposed_delta": {"base": base[0], **delta}}
+        return state
 
     def _call_record_ops(self, state: OperationState, request: Request) -> list[Op]:
         scope = request.context.context_scope
@@ -227,17 +251,19 @@ class InvocationPipeline(HookChain):
             state.cursor = None
             frozen = dict(state.payload)
             first = bool(pending) or (attempt_no == 1 and not state.chain["before"])
-            try:
-                await self._commit(
-                    request,
-                    [*pending, state.row(new=first),
-                     attempt_row(state.operation_id, attempt_no, "started", {},
-                                finished=False)],
-                )
-            except RevisionConflict:
-                if not first:
-                    raise
-                return await self._lost_race(request, handler)
+            started = attempt_row(state.operation_id, attempt_no, "started", {}, finished=False)
+            if first and not pending and getattr(handler, "rerunnable", False):
+                # A re-runnable call (a model generation: no external side effect) with no
+                # before-hook: its intent and Attempt start are committed with its result. A
+                # crash in between leaves nothing, and the caller issues the call again.
+                state.unsaved, state.deferred = True, [started]
+            else:
+                try:
+                    await self._commit(request, [*pending, state.row(new=first), started])
+                except RevisionConflict:
+                    if not first:
+                        raise
+                    return await self._lost_race(request, handler)
             pending = []
             if first:
                 crashpoints.reached("intent_saved")
@@ -256,6 +282,7 @@ class InvocationPipeline(HookChain):
                 request,
                 [state.row(), attempt_row(state.operation_id, attempt_no, "failed",
                                           {"raw": raw.to_dict(), "retry_wait_s": wait}, finished=True)],
+                state=state,
             )
             await sleep_unless_cancelled(wait, ctx.cancel)
         return await self._after_attempt(state, request, spec, raw, attempt_no)
@@ -277,7 +304,8 @@ class InvocationPipeline(HookChain):
             state.phase = "hooks_after"
             state.cursor = {"timing": "after", "position": 0}
             await self._commit(
-                request, [state.row(), raw_row, self._hook_started(state, "after", 0, after[0])]
+                request, [state.row(), raw_row, self._hook_started(state, "after", 0, after[0])],
+                state=state,
             )
             crashpoints.reached("raw_saved")
             denied = await self._run_chain(state, request, spec, after, 0, "after")
@@ -306,6 +334,8 @@ class InvocationPipeline(HookChain):
             validator = self.registry.validator(ctx.catalog, spec.capability_key)
         except CatalogError as exc:
             return "failed", exc.error
+        if request.prevalidated and state.payload_version == 0:
+            return None  # the sender's part-by-part check stands for the unchanged payload
         errors = validator.errors(state.payload)
         if errors:
             return "failed", OperationError(
@@ -382,7 +412,8 @@ class InvocationPipeline(HookChain):
             outcome=outcome, result=delivered,
             summary="" if delivered is not None else envelope.describe(),
         )
-        await self._commit(request, [*pending, state.row(), *context_ops])
+        await self._commit(request, [*pending, state.row(), *context_ops], state=state)
+        self._remember(state, ctx)
         if crash_after:
             crashpoints.reached(crash_after)
         if raw_merged:
@@ -420,10 +451,28 @@ class InvocationPipeline(HookChain):
         return await self._finish(state, request, "failed", None, error=exc.error, pending=[])
 
     # -- plumbing ----------------------------------------------------------------------------
-    async def _commit(self, request: Request, ops: list[Op]) -> None:
+    def _remember(self, state: OperationState, ctx: InvocationContext) -> None:
+        """A stored call's proposed arguments: the base the next call of the same capability
+        and role in this run is stored as a delta of (it is committed, so it can be read)."""
+        args = state.request["proposed_arguments"]
+        if not any(isinstance(v, list) for v in args.values()):
+            return
+        key = (ctx.run_id, state.capability_key, ctx.role)
+        self._bases.pop(key, None)
+        if len(self._bases) >= BASES_LIMIT:
+            del self._bases[next(iter(self._bases))]
+        self._bases[key] = (state.operation_id, args)
+        remember_arguments(state.operation_id, args)
+
+    async def _commit(self, request: Request, ops: list[Op], *,
+                      state: OperationState | None = None) -> None:
         ctx = request.context
+        if state is not None and state.deferred:
+            ops = [*state.deferred, *ops]
         await self.coordinator.commit(WriteSet(tuple(ops), Fence(ctx.run_id, ctx.lease_epoch)),
                                       inline=self._active <= 1)
+        if state is not None:
+            state.unsaved, state.deferred = False, []
 
     def _observe(self, kind: str, state: OperationState) -> None:
         if self.observer is None:

@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentloom.errors import OperationError
+from agentloom.errors import OperationError, StoreError
 from agentloom.results import OperationResult, ToolResult
-from agentloom.store.ports import Insert, Put
+from agentloom.store.ports import Insert, Put, Store
 
 PHASES = (
     "intent_saved",
@@ -96,6 +96,12 @@ class OperationState:
     result: dict[str, Any] | None = None
     envelope: dict[str, Any] | None = None
     created_at: float = field(default_factory=time.time)
+    # what is stored as the request when its proposed arguments are a delta (else ``request``)
+    stored_request: dict[str, Any] | None = None
+    # not stored yet: the first commit of a re-runnable call carries its intent (see
+    # InvocationPipeline._execute_phase); ``deferred`` holds the ops waiting for it
+    unsaved: bool = False
+    deferred: list[Any] = field(default_factory=list, repr=False, compare=False)
     # part name -> (the part, its text): valid while the part is that very object
     _texts: dict[str, tuple[Any, str]] = field(default_factory=dict, repr=False, compare=False)
 
@@ -110,7 +116,7 @@ class OperationState:
         """The operations row; ``new`` makes it an Insert, so a second operation with the same
         ``(run_id, logical_key)`` is refused by the store instead of overwriting the first."""
         outcome = self.envelope["outcome"] if self.envelope else None
-        return (Insert if new else Put)(
+        return (Insert if new or self.unsaved else Put)(
             "operations",
             {
                 "operation_id": self.operation_id,
@@ -123,7 +129,8 @@ class OperationState:
                 "created_at": self.created_at,
                 "updated_at": time.time(),
                 "data": self.encoded({
-                    "request": self.request,
+                    "request": self.request if self.stored_request is None
+                    else self.stored_request,
                     # the model's proposal is in the request; store the payload only once a
                     # hook changed it (the executed arguments are the payload at the Attempt)
                     "payload": self.payload if self.payload_version else None,
@@ -141,17 +148,25 @@ class OperationState:
         )
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> OperationState:
+    def from_row(cls, row: dict[str, Any], store: Store | None = None) -> OperationState:
+        """The state of a stored row; ``store`` is needed to rebuild proposed arguments that
+        were stored as a delta of an earlier operation's (see ``arguments_delta``)."""
         data = row["data"]
+        request = data["request"]
+        if request.get("proposed_delta") is not None:
+            if store is None:
+                raise StoreError(f"operation {row['operation_id']} stores its arguments as a "
+                                 "delta; pass the store to read it")
+            request = {**request, "proposed_arguments": proposed_arguments(request, store)}
         return cls(
             operation_id=row["operation_id"],
             run_id=row["run_id"],
             logical_key=row["logical_key"],
             capability_key=row["capability_key"],
             event_type=row["event_type"],
-            request=data["request"],
+            request=request,
             payload=data["payload"] if data["payload"] is not None
-            else dict(data["request"]["proposed_arguments"]),
+            else dict(request["proposed_arguments"]),
             phase=row["phase"],
             payload_version=data["payload_version"],
             call_revision=data.get("call_revision", 0),
@@ -196,9 +211,9 @@ class OperationState:
         )
 
 
-def stored_envelope(row: dict[str, Any]) -> OperationResult | None:
+def stored_envelope(row: dict[str, Any], store: Store | None = None) -> OperationResult | None:
     """The envelope of a stored ``operations`` row, or None while it is not terminal."""
-    state = OperationState.from_row(row)
+    state = OperationState.from_row(row, store)
     return state.envelope_result() if state.envelope is not None else None
 
 
@@ -242,3 +257,66 @@ def hook_row(
             "data": data,
         },
     )
+
+
+# -- arguments stored as a delta of an earlier call's ------------------------------------------
+
+_MISSING = object()
+_EXPANDED: dict[str, dict[str, Any]] = {}  # operation id -> proposed arguments (bounded)
+_EXPANDED_LIMIT = 256
+
+
+def arguments_delta(base: dict[str, Any], args: dict[str, Any]) -> dict[str, Any] | None:
+    """``args`` as a delta of ``base`` when some list of ``base`` only grew (an agent's
+    history does, turn after turn): unchanged keys are left out, a grown list keeps its tail
+    only. None when nothing grew (the arguments are then stored whole)."""
+    changed: dict[str, Any] = {}
+    appended: dict[str, list[Any]] = {}
+    for key, value in args.items():
+        old = base.get(key, _MISSING)
+        if old is value or old == value:
+            continue
+        if isinstance(value, list) and isinstance(old, list) and len(value) > len(old) \
+                and value[: len(old)] == old:
+            appended[key] = value[len(old):]
+        else:
+            changed[key] = value
+    if not appended:
+        return None
+    return {"set": changed, "append": appended, "removed": [k for k in base if k not in args]}
+
+
+def apply_delta(base: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in base.items() if k not in delta["removed"]}
+    out.update(delta["set"])
+    for key, tail in delta["append"].items():
+        out[key] = [*base[key], *tail]
+    return out
+
+
+def remember_arguments(operation_id: str, args: dict[str, Any]) -> None:
+    if len(_EXPANDED) >= _EXPANDED_LIMIT:
+        del _EXPANDED[next(iter(_EXPANDED))]
+    _EXPANDED[operation_id] = args
+
+
+def proposed_arguments(request: dict[str, Any], store: Store) -> dict[str, Any]:
+    """The whole proposed arguments of a stored request, following its chain of deltas."""
+    deltas = []
+    current = request
+    while (delta := current.get("proposed_delta")) is not None:
+        deltas.append(delta)
+        known = _EXPANDED.get(delta["base"])
+        if known is not None:
+            args = known
+            break
+        row = store.get("operations", {"operation_id": delta["base"]})
+        if row is None:
+            raise StoreError(f"the arguments of an operation refer to operation "
+                             f"{delta['base']}, which is not stored")
+        current = row["data"]["request"]
+    else:
+        args = current["proposed_arguments"]
+    for delta in reversed(deltas):
+        args = apply_delta(args, delta)
+    return args
