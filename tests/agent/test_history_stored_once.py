@@ -1,0 +1,105 @@
+"""Issue #5: per-step storage is constant — the history is never re-serialised per step.
+
+A model call's proposed arguments (the whole history) are stored as a delta of the previous
+call's: the stored row of turn 30 is no bigger than the row of turn 3, and reading a row back
+rebuilds exactly the messages the model was sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloom import StrictInput, Tool, ToolContext
+from agentloom.agent import AgentSpec, Limits, Runtime
+from agentloom.errors import StoreError
+from agentloom.models.types import Finish, ModelRequest, ProviderEvent, TextDelta, ToolCallDelta
+from agentloom.pipeline import records
+from agentloom.pipeline.records import OperationState, stored_envelope
+
+STEPS = 30
+
+
+class Steps:
+    """Calls ``note`` once per turn, ``STEPS`` times, then answers; records what it was sent."""
+
+    model = "steps"
+
+    def __init__(self) -> None:
+        self.sent: list[int] = []
+
+    async def stream_once(self, request: ModelRequest, attempt: Any) -> AsyncIterator[ProviderEvent]:
+        self.sent.append(len(request.messages))
+        k = (len(request.messages) - 1) // 2
+        if k < STEPS:
+            yield ToolCallDelta(index=0, id=f"c{k}", name="note",
+                                arguments=json.dumps({"text": f"line {k} " + "x" * 200}))
+            yield Finish("tool_calls")
+        else:
+            yield TextDelta("done")
+            yield Finish("stop")
+
+    async def discover(self, connection: Any = None) -> list[Any]:
+        return []
+
+    async def aclose(self) -> None:
+        return None
+
+
+class NoteInput(StrictInput):
+    text: str
+
+
+class Note(Tool[NoteInput]):
+    name = "note"
+    description = "Take a note."
+
+    async def execute(self, args: NoteInput, ctx: ToolContext) -> str:
+        return "noted"
+
+
+async def _run(url: str, tmp_path: Path) -> tuple[Runtime, str, Steps]:
+    model = Steps()
+    rt = Runtime([AgentSpec(name="main", model=model, tools=(Note(),),
+                            limits=Limits(max_steps=STEPS + 1))],
+                 store=url, workspace_root=tmp_path / "ws")
+    result = await rt.run("take notes")
+    assert result.status == "succeeded" and result.output == "done"
+    return rt, result.run_id, model
+
+
+async def test_bytes_per_step_constant_model_history_stored_as_a_delta(
+    durable_store_url: str, tmp_path: Path
+) -> None:
+    rt, run_id, model = await _run(durable_store_url, tmp_path)
+    try:
+        rows = {r["logical_key"].rsplit("/", 1)[0].rsplit("/", 1)[1]: r
+                for r in rt.store.query("operations", {"run_id": run_id, "event_type": "model"})}
+        size = {turn: len(json.dumps(row["data"])) for turn, row in rows.items()}
+        assert size[f"t{STEPS}"] <= size["t3"] * 1.05  # flat, while the history grew 10×
+        records._EXPANDED.clear()  # read as a new process would: follow the chain in the store
+        for turn in (1, 2, 17, STEPS + 1):
+            state = OperationState.from_row(rows[f"t{turn}"], rt.store)
+            messages = state.request["proposed_arguments"]["messages"]
+            assert len(messages) == model.sent[turn - 1] == 2 * turn - 1
+            assert messages[0] == {"role": "user", "content": "take notes"}
+            envelope = stored_envelope(rows[f"t{turn}"], rt.store)
+            assert envelope is not None and envelope.proposed_arguments == state.payload
+    finally:
+        await rt.aclose()
+
+
+async def test_reading_a_delta_row_without_its_store_is_a_clear_error(tmp_path: Path) -> None:
+    rt, run_id, _ = await _run(f"sqlite:///{tmp_path / 'a.db'}", tmp_path)
+    try:
+        (row,) = rt.store.query("operations", {"run_id": run_id,
+                                               "logical_key": f"{run_id}/t5/model"})
+        assert row["data"]["request"]["proposed_delta"]["base"]
+        with pytest.raises(StoreError, match="delta; pass the store"):
+            OperationState.from_row(row)
+    finally:
+        await rt.aclose()

@@ -1,0 +1,36 @@
+"""The examples under examples/ run, offline, as a user would run them (the README's main
+job runs examples/notes through the CLI in .ci/run; these run the Python ones)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *argv], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_example_python_api_runs_a_planner_and_an_executor(tmp_path: Path) -> None:
+    done = _run(str(ROOT / "examples" / "python_api.py"), "--store",
+                f"sqlite:///{tmp_path / 'api.db'}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "succeeded: hello.txt is written and says hello." in done.stdout
+    assert "delegation.call.completed" in done.stdout
+
+
+def test_example_quickstart_runs_the_recorded_pipeline(tmp_path: Path) -> None:
+    done = _run(str(ROOT / "examples" / "quickstart.py"), "--store",
+                f"sqlite:///{tmp_path / 'q.db'}", "--workdir", str(tmp_path / "work"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_example_notes_config_runs_through_the_cli(tmp_path: Path) -> None:
+    done = _run("-m", "agentloom", "run", str(ROOT / "examples" / "notes" / "agentloom.yaml"),
+                "Keep a note", "--json", "--store", f"sqlite:///{tmp_path / 'n.db'}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert '"status": "succeeded"' in done.stdout
