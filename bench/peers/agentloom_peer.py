@@ -151,7 +151,8 @@ async def run_steps(steps: int, store: str = "memory") -> StepFigures:
                 _drop_schema(schema)
     notes = []
     if store == "sqlite":
-        notes.append("SQLite: journal_mode=wal, synchronous=FULL, 2 commits per call")
+        notes.append("SQLite: journal_mode=wal, synchronous=FULL; 3 commits per step "
+                     "(model call 1, tool call 2)")
     return StepFigures(label=LABELS[store], steps=steps, step_ns=clock.step_ns(), total_ns=total,
                        bytes_per_step=sizes, notes=notes)
 
