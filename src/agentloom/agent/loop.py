@@ -31,7 +31,7 @@ from agentloom.agent.events import EventSink, RunEvent, envelope_status, summary
 from agentloom.agent.spec import DELEGATE_PREFIX, AgentSpec
 from agentloom.agent.transcript import assistant_message, tool_defs, tool_message
 from agentloom.bus import EventBus
-from agentloom.bus.bus import BatchError, RequestItem
+from agentloom.bus.bus import RequestItem
 from agentloom.errors import OperationError
 from agentloom.models.gateway import ModelCallFailed, ModelGateway
 from agentloom.models.types import Message, ModelRequest, ModelResponse
@@ -184,11 +184,10 @@ class ReactLoop:
             emit(RunEvent(f"{items[-1].event_type}.call.started", ctx.run_id, time.time(), {
                 "role": ctx.role, "call_id": call.id,
                 "capability": spec.capability_key if spec else call.name}))
-        try:
-            results = await self.bus.request_many(items, ctx,
-                                                  concurrency=inv.agent.limits.batch_concurrency)
-        except BatchError:
-            raise  # a runtime failure (e.g. the store): never reported as a tool result
+        # A runtime failure of a member (e.g. the store) raises BatchError after the whole
+        # batch settled: it is never reported to the model as a tool result.
+        results = await self.bus.request_many(items, ctx,
+                                              concurrency=inv.agent.limits.batch_concurrency)
         for call, item, result in zip(response.tool_calls, items, results, strict=True):
             emit(RunEvent(f"{item.event_type}.call.completed", ctx.run_id, time.time(), {
                 "role": ctx.role, "call_id": call.id, "capability": result.capability,
