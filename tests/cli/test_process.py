@@ -87,17 +87,23 @@ def test_cli_runs_stop_cancels_a_run_driven_by_another_process(tmp_path: Path, c
     assert op["status"] in ("cancelled", "unknown")
 
 
+def _killed_during_exec(tmp_path: Path, cli: Cli) -> tuple[Path, str]:
+    """Start `agentloom run` on a long exec and SIGKILL it once the exec has started."""
+    config = write_project(tmp_path / "p", SLEEP_TURNS, tools=["exec"])
+    proc = spawn("run", str(config), "sleep a while", "--store", cli.store, "--json", cwd=tmp_path)
+    try:
+        run_id = str(_wait_for_exec_started(cli, proc)["run_id"])
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=SUBPROCESS_TIMEOUT_S)
+    return config, run_id
+
+
 @pytest.mark.kill
 def test_cli_runs_resume_after_a_kill_finishes_without_running_exec_again(
     tmp_path: Path, cli: Cli
 ) -> None:
-    config = write_project(tmp_path / "p", SLEEP_TURNS, tools=["exec"])
-    proc = spawn("run", str(config), "sleep a while", "--store", cli.store, "--json", cwd=tmp_path)
-    try:
-        run_id = _wait_for_exec_started(cli, proc)["run_id"]
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=SUBPROCESS_TIMEOUT_S)
+    config, run_id = _killed_during_exec(tmp_path, cli)
 
     resumed = agentloom("runs", "resume", run_id, "--config", str(config), "--store", cli.store,
                         "--json", cwd=tmp_path)
@@ -116,13 +122,7 @@ def test_cli_runs_resume_after_a_kill_finishes_without_running_exec_again(
 def test_cli_runs_stop_of_a_run_nobody_holds_needs_the_config_then_finishes_it_cancelled(
     tmp_path: Path, cli: Cli
 ) -> None:
-    config = write_project(tmp_path / "p", SLEEP_TURNS, tools=["exec"])
-    proc = spawn("run", str(config), "sleep a while", "--store", cli.store, "--json", cwd=tmp_path)
-    try:
-        run_id = _wait_for_exec_started(cli, proc)["run_id"]
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=SUBPROCESS_TIMEOUT_S)
+    config, run_id = _killed_during_exec(tmp_path, cli)
     store = open_store(cli.store)  # the dead worker's lease runs out
     try:
         store.commit_many([WriteSet((Put("runs", {"run_id": run_id, "lease_expires_at": 0.0}),))])

@@ -22,7 +22,7 @@ from agentloom.pipeline.coordinator import CommitCoordinator
 from agentloom.store import Insert, Put, Store, WriteSet
 from agentloom.store.ports import Fence
 
-__all__ = ["STOP", "SUPPLEMENT", "ControlState", "record_control"]
+__all__ = ["STOP", "SUPPLEMENT", "ControlState", "record_control", "send_control"]
 
 STOP = "control.stop"
 SUPPLEMENT = "control.supplement"
@@ -35,6 +35,16 @@ async def record_control(coordinator: CommitCoordinator, run_id: str, kind: str,
         "event_id": event_id, "run_id": run_id, "type": kind, "created_at": time.time(),
         "data": data}),)))
     return event_id
+
+
+async def send_control(store: Store, run_id: str, kind: str, data: dict[str, Any]) -> str:
+    """Record a control from a process that does not drive the run (``agentloom runs
+    stop|supplement``): no runtime, no agents — the driving process polls for it."""
+    coordinator = CommitCoordinator(store)
+    try:
+        return await record_control(coordinator, run_id, kind, data)
+    finally:
+        coordinator.close()
 
 
 @dataclass(slots=True)

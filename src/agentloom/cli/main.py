@@ -11,15 +11,15 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from agentloom.agent import RunResult, Runtime, run_events
+from agentloom.agent import RunResult, run_events
 from agentloom.agent.configured import runtime_from_config
-from agentloom.agent.spec import AgentSpec
+from agentloom.agent.controls import STOP, SUPPLEMENT, send_control
 from agentloom.cli import render
 from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, UsageFailure
 from agentloom.cli.jsonl import append_jsonl
@@ -29,7 +29,6 @@ from agentloom.cli.scaffold import scaffold
 from agentloom.cli.stores import open_existing_store, resolve_store_url
 from agentloom.cli.views import run_detail, run_summaries
 from agentloom.config import Config, load_config
-from agentloom.models.offline import TestModel
 from agentloom.store import Store
 
 __all__ = ["app", "main"]
@@ -227,16 +226,11 @@ def runs_resume(
 # -- controlling runs ------------------------------------------------------------------------
 
 
-def _control_runtime(url: str, config: Path | None) -> Runtime:
-    """A runtime to send controls through: the config's, else a bare one on the store."""
-    if config is not None:
-        return runtime_from_config(load_config(config), store=url)
-    return Runtime([AgentSpec(name="control", model=TestModel())], store=url)
-
-
-async def _control(runtime: Runtime, action: Callable[[], Awaitable[None]]) -> None:
+async def _stop_with_config(url: str, config: Path, run_id: str, reason: str) -> None:
+    """Stop through the configured runtime: it can also finish a run nobody holds."""
+    runtime = runtime_from_config(load_config(config), store=url)
     try:
-        await action()
+        await runtime.stop(run_id, reason)
     finally:
         await runtime.aclose()
 
@@ -266,8 +260,11 @@ def runs_stop(
             raise UsageFailure(f"no process holds run {run_id!r} any more (its lease expired); pass "
                                "--config CONFIG so it can be finished as cancelled and its "
                                "workspace cleaned up")
-        runtime = _control_runtime(url, config)
-        asyncio.run(_control(runtime, lambda: runtime.stop(run_id, reason)))
+        if config is not None:
+            asyncio.run(_stop_with_config(url, config, run_id, reason))
+        elif previous == "running":
+            with _store(url, None) as opened:
+                asyncio.run(send_control(opened, run_id, STOP, {"reason": reason}))
         with _store(url, None) as opened:
             now = opened.get("runs", {"run_id": run_id})
     status = now["status"] if now else previous
@@ -299,10 +296,13 @@ def runs_supplement(
             raise UsageFailure("the supplement text is empty")
         url = resolve_store_url(store, config)
         with _store(url, None) as opened:
-            if opened.get("runs", {"run_id": run_id}) is None:
+            row = opened.get("runs", {"run_id": run_id})
+            if row is None:
                 raise UsageFailure(f"no run {run_id!r} in this store")
-        runtime = _control_runtime(url, config)
-        asyncio.run(_control(runtime, lambda: runtime.supplement(run_id, text)))
+            if row["status"] != "running":
+                raise UsageFailure(f"run {run_id!r} is not running ({row['status']})")
+            asyncio.run(send_control(opened, run_id, SUPPLEMENT,
+                                     {"text": text, "consumed_turn": None}))
     if as_json:
         print_json({"run_id": run_id, "supplemented": True})
     else:
