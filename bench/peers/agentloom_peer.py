@@ -151,8 +151,10 @@ async def run_steps(steps: int, store: str = "memory") -> StepFigures:
                 _drop_schema(schema)
     notes = []
     if store == "sqlite":
-        notes.append("SQLite: journal_mode=wal, synchronous=FULL; 3 commits per step "
-                     "(model call 1, tool call 2)")
+        notes.append("SQLite: journal_mode=wal, synchronous=FULL; 2 commits per step "
+                     "(tool intent + the model call it carries, tool result)")
+    if store == "postgres":
+        notes.append("PostgreSQL: synchronous_commit=on; 2 commits per step, each one query")
     return StepFigures(label=LABELS[store], steps=steps, step_ns=clock.step_ns(), total_ns=total,
                        bytes_per_step=sizes, notes=notes)
 

@@ -238,6 +238,7 @@ class Kernel:
         retry: RetryPolicy | None = None,
         cancel: CancelToken | None = None,
         private_context: bool = True,
+        invocation_id: str | None = None,
     ) -> InvocationContext:
         return InvocationContext(
             run_id=lease.run_id,
@@ -248,6 +249,7 @@ class Kernel:
             retry=retry or RetryPolicy(),
             cancel=cancel or CancelToken(),
             role=role,
+            invocation_id=invocation_id,
             context_scope=f"{lease.run_id}/role/{role}" if private_context else None,
             workspace_scope_ref=lease.workspace_scope_ref,
             shared_scope=f"{lease.run_id}/shared",

@@ -8,62 +8,22 @@ rebuilds exactly the messages the model was sent.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from agentloom import StrictInput, Tool, ToolContext
 from agentloom.agent import AgentSpec, Limits, Runtime
 from agentloom.errors import StoreError
-from agentloom.models.types import Finish, ModelRequest, ProviderEvent, TextDelta, ToolCallDelta
 from agentloom.pipeline import records
 from agentloom.pipeline.records import OperationState, stored_envelope
+
+from .notes import Note, NoteTaker
 
 STEPS = 30
 
 
-class Steps:
-    """Calls ``note`` once per turn, ``STEPS`` times, then answers; records what it was sent."""
-
-    model = "steps"
-
-    def __init__(self) -> None:
-        self.sent: list[int] = []
-
-    async def stream_once(self, request: ModelRequest, attempt: Any) -> AsyncIterator[ProviderEvent]:
-        self.sent.append(len(request.messages))
-        k = (len(request.messages) - 1) // 2
-        if k < STEPS:
-            yield ToolCallDelta(index=0, id=f"c{k}", name="note",
-                                arguments=json.dumps({"text": f"line {k} " + "x" * 200}))
-            yield Finish("tool_calls")
-        else:
-            yield TextDelta("done")
-            yield Finish("stop")
-
-    async def discover(self, connection: Any = None) -> list[Any]:
-        return []
-
-    async def aclose(self) -> None:
-        return None
-
-
-class NoteInput(StrictInput):
-    text: str
-
-
-class Note(Tool[NoteInput]):
-    name = "note"
-    description = "Take a note."
-
-    async def execute(self, args: NoteInput, ctx: ToolContext) -> str:
-        return "noted"
-
-
-async def _run(url: str, tmp_path: Path) -> tuple[Runtime, str, Steps]:
-    model = Steps()
+async def _run(url: str, tmp_path: Path) -> tuple[Runtime, str, NoteTaker]:
+    model = NoteTaker(lambda request: STEPS, text=lambda k: f"line {k} " + "x" * 200)
     rt = Runtime([AgentSpec(name="main", model=model, tools=(Note(),),
                             limits=Limits(max_steps=STEPS + 1))],
                  store=url, workspace_root=tmp_path / "ws")

@@ -261,13 +261,38 @@ async def test_s3_1_recovery_a_model_call_cut_off_before_raw_saved_is_reissued_a
 
 
 @kill
+async def test_s3_1_recovery_a_model_call_whose_rows_waited_for_its_tool_call_is_reissued_tool_runs_once(
+    server: ScriptedOpenAIServer, config_for: Callable[..., Config], opened: list[Runtime],
+) -> None:
+    server.script(calls(tool_call("c1", "ledger_append", n=4)),  # received, then the crash
+                  calls(tool_call("c1", "ledger_append", n=4)), answer("appended"))
+    config = config_for(server.base_url)
+    # the model call was delivered to the loop; its rows wait for the tool call's first commit
+    await crash_child(config, "delivered@1")
+    assert len(server.model_requests) == 1
+    rt = resumed(config, opened)
+    assert rt.store.query("operations", {"run_id": RUN_ID}) == []
+    assert effects(config.ledger) == []
+
+    result = await asyncio.wait_for((await rt.resume(RUN_ID)).result(), WAIT_S)
+
+    assert result.status == "succeeded", result.error
+    assert result.output == "appended"
+    assert len(server.model_requests) == 3  # turn 1 issued again, then turn 2
+    assert len(effects(config.ledger)) == 1
+    assert operation(rt, f"{RUN_ID}/t1/model")["data"]["attempts"] == 1
+    assert operation(rt, f"{RUN_ID}/t1/c0")["outcome"] == "succeeded"
+
+
+@kill
 @pytest.mark.parametrize("after_hook", [True, False], ids=["hooks_after", "no_after_hooks"])
 async def test_s9_recovery_after_raw_saved_only_finishes_post_processing_never_the_effect(
     after_hook: bool, server: ScriptedOpenAIServer, config_for: Callable[..., Config], opened: list[Runtime],
 ) -> None:
     server.script(calls(tool_call("c1", "ledger_append", n=3)), answer("appended once"))
     config = config_for(server.base_url, after_hook=after_hook)
-    await crash_child(config, "raw_saved@2")
+    # the model call passes no raw_saved of its own: its record rides on the tool's intent
+    await crash_child(config, "raw_saved@1")
     rt = resumed(config, opened)
     op = operation(rt, f"{RUN_ID}/t1/c0")
     assert op["phase"] == ("hooks_after" if after_hook else "delivered")

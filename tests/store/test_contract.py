@@ -563,6 +563,52 @@ def test_text_values_are_stored_literally_never_run_as_sql(store: Store) -> None
     assert ids(store.query("runs", {"status": hostile}), "run_id") == [hostile]
 
 
+@pytest.mark.parametrize("text", [
+    "100%s done %(x)s %%", "back\\slash \\x00 \\'", "semi; COMMIT; ROLLBACK;", "$$dollar$$ $tag$",
+    "E'escaped' U&'\\0041'", "quote ' and \" double",
+], ids=["percent", "backslash", "semicolon", "dollar", "escapes", "quotes"])
+def test_values_that_look_like_sql_round_trip_exactly_in_text_and_json_columns(
+    store: Store, text: str
+) -> None:
+    """PostgreSQL sends a batch as one query with the values bound client-side: every value
+    must come back byte for byte, and nothing in it may end or run a statement."""
+    seed(store, Insert("runs", run_row(text, status=text, data={"k": text, text: [text]})),
+         Put("events", event_row("e-1", type=text, data=[text, {"t": text}])))
+    run = store.get("runs", {"run_id": text})
+    assert run is not None and run["status"] == text
+    assert run["data"] == {"k": text, text: [text]}
+    assert store.get("events", {"event_id": "e-1"})["data"] == [text, {"t": text}]  # type: ignore[index]
+
+
+def test_a_row_inserted_then_put_in_one_write_set_has_the_put_columns(store: Store) -> None:
+    seed(store, Insert("runs", run_row(status="queued")),
+         Put("runs", {"run_id": RUN, "status": "running", "updated_at": 5.0}),
+         Put("runs", {"run_id": RUN, "lease_owner": "w"}))
+    assert store.get("runs", {"run_id": RUN}) == {
+        **run_row(status="running", updated_at=5.0), "lease_owner": "w",
+        "lease_expires_at": None}
+
+
+def test_an_insert_if_absent_then_put_of_an_existing_row_updates_it(store: Store) -> None:
+    seed(store, Insert("runs", run_row(status="queued")))
+    seed(store, Insert("runs", run_row(status="ignored"), if_absent=True),
+         Put("runs", {"run_id": RUN, "lease_owner": "w"}))
+    row = store.get("runs", {"run_id": RUN})
+    assert row is not None and (row["status"], row["lease_owner"]) == ("queued", "w")
+
+
+def test_a_put_of_some_columns_of_a_missing_row_is_refused_with_a_store_error(
+    store: Store
+) -> None:
+    """The NOT NULL columns it does not name stop it: nothing of its write set is written."""
+    if not store.durable:
+        pytest.skip("the in-memory store has no NOT NULL columns")
+    with pytest.raises(StoreError):
+        store.commit_many([WriteSet((Insert("events", event_row("e-1")),
+                                     Put("runs", {"run_id": "missing", "status": "x"})))])
+    assert store.query("events") == []
+
+
 # --- reads ----------------------------------------------------------------------------
 
 

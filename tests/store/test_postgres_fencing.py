@@ -1,9 +1,10 @@
 """PostgreSQL fencing under real concurrency: two stores (two processes' worth of connections)
 on one schema, the old lease holder committing in a loop while the new one claims the run.
 
-The fence reads ``runs.lease_epoch`` ``FOR SHARE``. Without that lock a commit that read the
-old epoch just before the claim could still land after ``claim_run`` returned; with it the
-claim waits for in-flight commits, and every later one sees the new epoch. Each row records
+The fence takes the run's shared advisory lock before it reads ``runs.lease_epoch`` (the claim
+takes the exclusive one). Without that lock a commit that read the old epoch just before the
+claim could still land after ``claim_run`` returned; with it the claim waits for in-flight
+commits, and every later one sees the new epoch. Each row records
 the epoch it was fenced with, so the check is plain: the rows fenced with epoch *e* that
 exist once the writer has stopped are exactly those already visible when the claim of
 *e + 1* returned, and exactly those the writer was told had committed.

@@ -11,6 +11,9 @@ it is rebuilt from the committed calls.
 
 - A model call interrupted before its raw response was saved comes back ``unknown``;
   generation has no external side effect, so it is re-issued as a new call (``#2``).
+- A model call's rows are carried into the invocation's next commit (``defer_commit``): the
+  intent of the tool calls it asked for, or the ``flush`` when the invocation ends. A crash
+  before then leaves no trace of it, and the replay issues it again.
 - A tool call in that position is ``unknown`` and is reported to the model as such.
 - One response's tool calls are one batch (``request_many``); results go back in request
   order; a denied or failed member never drops the others.
@@ -78,7 +81,13 @@ class ReactLoop:
         self._supplements = supplements
 
     async def run(self, inv: Invocation, emit: EventSink | None = None) -> LoopOutcome:
-        emit = emit or _ignore
+        outcome = await self._run(inv, emit or _ignore)
+        # the last model call rides on no later commit of this invocation: commit it now,
+        # before the caller commits anything that depends on this outcome
+        await self.bus.flush(inv.ctx)
+        return outcome
+
+    async def _run(self, inv: Invocation, emit: EventSink) -> LoopOutcome:
         agent, ctx = inv.agent, inv.ctx
         defs = tool_defs(list(ctx.catalog.specs.values()))
         carried: list[str] = []  # supplements already taken for this turn (see below)
@@ -140,7 +149,7 @@ class ReactLoop:
                           {"role": ctx.role, "turn": n, "logical_key": key}))
             try:
                 response = await self.gateway.generate(request, ctx, model=inv.agent.name,
-                                                       logical_key=key)
+                                                       logical_key=key, defer_commit=True)
             except ModelCallFailed as exc:
                 emit(RunEvent("model.call.completed", ctx.run_id, time.time(), {
                     "role": ctx.role, "turn": n, "operation_id": exc.envelope.operation_id,

@@ -305,13 +305,14 @@ class Runtime:
         except KeyError:
             raise ConfigError(f"no agent named {name!r}; agents: {sorted(self.agents)}") from None
 
-    def _context(self, live: _Live, role: str) -> InvocationContext:
+    def _context(self, live: _Live, role: str, invocation_id: str) -> InvocationContext:
         spec = self._agent(role)
         owner = OwnerRef(**live.data["owner"]) if "owner" in live.data else \
             OwnerRef(kind="agent", id=live.data["agent"], space_id=self.space_id)
         return self.kernel.invocation_context(
             live.lease, release_id=self.release_id, role=role, owner=owner,
-            deadline=live.data["deadline"], retry=spec.retry, cancel=live.cancel)
+            deadline=live.data["deadline"], retry=spec.retry, cancel=live.cancel,
+            invocation_id=invocation_id)
 
     def _drive(self, lease: RunLease, data: dict[str, Any], history: Sequence[Any]) -> RunHandle:
         live = _Live(lease, data, CancelToken(), ControlState(lease.run_id))
@@ -329,7 +330,7 @@ class Runtime:
             agent = self._agent(live.data["agent"])
             live.emit(RunEvent("run.started", run_id, time.time(), {"agent": agent.name}))
             inv = Invocation(invocation_id=run_id, agent=agent,
-                             ctx=self._context(live, agent.name),
+                             ctx=self._context(live, agent.name, run_id),
                              messages=initial_messages(agent, live.data["task"], history))
             outcome = await self.loop.run(inv, live.emit)
             result = await self._finish(live.lease, live.data, outcome)
@@ -424,8 +425,9 @@ class Runtime:
         if live is None:
             raise RunError(f"run {context.run_id} is not driven by this process")
         agent = self._agent(executor)
-        inv = Invocation(invocation_id=f"{context.run_id}/x/{request.operation_id}",
-                         agent=agent, ctx=self._context(live, executor),
+        invocation_id = f"{context.run_id}/x/{request.operation_id}"
+        inv = Invocation(invocation_id=invocation_id,
+                         agent=agent, ctx=self._context(live, executor, invocation_id),
                          messages=initial_messages(agent, task), root=False)
         return await self.loop.run(inv, live.emit)
 

@@ -114,6 +114,7 @@ class EventBus:
         purpose: str | None = None,
         call_id: str | None = None,
         prevalidated: bool = False,
+        defer_commit: bool = False,
     ) -> OperationResult:
         """Send one request and wait for its terminal envelope.
 
@@ -133,6 +134,7 @@ class EventBus:
             purpose=purpose,
             call_id=call_id,
             prevalidated=prevalidated,
+            defer_commit=defer_commit,
         )
         owner = self._owners.get(event_type)
         if owner is None:
@@ -160,6 +162,10 @@ class EventBus:
             return await self.pipeline.invoke(request, handler)
         finally:
             _active.reset(token)
+
+    async def flush(self, context: InvocationContext) -> None:
+        """Commit the calls of ``context``'s invocation still carried (``defer_commit``)."""
+        await self.pipeline.flush(context)
 
     async def request_many(
         self,

@@ -329,6 +329,7 @@ class RequestBus(Protocol):
         logical_key: str | None = ...,
         purpose: str | None = ...,
         prevalidated: bool = ...,
+        defer_commit: bool = ...,
     ) -> OperationResult: ...
 
     def notify(self, kind: str, payload: dict[str, Any]) -> None: ...
@@ -397,12 +398,15 @@ class ModelGateway:
         model: str = "main",
         purpose: str | None = None,
         logical_key: str | None = None,
+        defer_commit: bool = False,
     ) -> ModelResponse:
         """The complete response of model connection ``model`` to ``request``.
 
         ``purpose`` (default ``request.purpose``) is what hook matchers see, e.g.
         ``compaction``; ``logical_key`` names the call within the run, so the same key
-        returns the stored call instead of calling the model again.
+        returns the stored call instead of calling the model again. ``defer_commit``
+        lets a hook-free call's record ride on the invocation's next commit; the caller
+        then owes ``EventBus.flush`` when its invocation ends.
 
         Raises:
             ModelCallFailed: the call failed, its outcome is unknown, a hook denied it, the
@@ -429,13 +433,14 @@ class ModelGateway:
             try:
                 envelope = await self._bus.request(
                     model_name(model), payload, context, event_type=MODEL_EVENT,
-                    logical_key=logical_key, purpose=purpose, prevalidated=checked)
+                    logical_key=logical_key, purpose=purpose, prevalidated=checked,
+                    defer_commit=defer_commit)
             finally:
                 cache.sent.pop(key, None)
         else:
             envelope = await self._bus.request(
                 model_name(model), request_to_payload(request), context, event_type=MODEL_EVENT,
-                logical_key=logical_key, purpose=purpose)
+                logical_key=logical_key, purpose=purpose, defer_commit=defer_commit)
         observed.update(operation_id=envelope.operation_id, outcome=envelope.outcome,
                         attempts=envelope.attempts)
         try:

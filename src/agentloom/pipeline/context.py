@@ -57,3 +57,6 @@ class Request:
     # The sender checked these arguments against the capability's schema part by part (the
     # model gateway does, see models.manager.PayloadCache); unchanged, they are not re-walked.
     prevalidated: bool = False
+    # The caller will ``flush`` its invocation: a re-runnable call that ends up in one commit
+    # may ride on the invocation's next commit instead (see InvocationPipeline._finish).
+    defer_commit: bool = False

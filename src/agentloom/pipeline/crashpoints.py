@@ -2,7 +2,8 @@
 
 ``AGENTLOOM_CRASH_AT`` holds a comma-separated list of ``name`` or ``name@n``
 entries; when the pipeline passes the n-th occurrence (default first) of a named
-phase boundary *after its commit*, the process SIGKILLs itself. Unset — the
+phase boundary *after its commit*, the process SIGKILLs itself. (``delivered`` of a call
+whose rows are carried into its invocation's next commit comes before that commit.) Unset — the
 normal case — each check is one set lookup.
 """
 

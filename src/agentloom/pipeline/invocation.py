@@ -14,6 +14,12 @@
 Commits are merged where nothing can happen in between: with no before-hooks the
 intent and the Attempt start share one commit; with no after-hooks the raw and
 the effective result share one. A durable call without hooks costs two commits.
+
+A re-runnable call (a model generation) without hooks is one commit; when its caller
+asks for it (``Request.defer_commit``) even that commit is *carried*: its rows go out
+with the next commit of the same invocation (the intent of the tool calls it asked
+for) or with ``flush``. A crash before then loses a call that had no external effect
+and whose result nothing durable depends on yet, so it is issued again on resume.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any
 
 from agentloom.catalog import CapabilityRegistry, CapabilitySpec
 from agentloom.context.manager import ContextManager, call_record_id
-from agentloom.errors import CatalogError, OperationError, RevisionConflict
+from agentloom.errors import CatalogError, FencedOut, OperationError, RevisionConflict, StoreError
 from agentloom.hooks.manager import HookManager
 from agentloom.hooks.spec import HookSpec
 from agentloom.pipeline import crashpoints
@@ -52,6 +58,8 @@ Observer = Callable[[str, dict[str, Any]], None]
 
 
 BASES_LIMIT = 10_000  # (run, capability, role) bases kept for delta-encoded arguments
+KNOWN_LIMIT = 10_000  # runs whose committed logical keys are indexed (see _find)
+_COMMIT_REFUSED = (FencedOut, RevisionConflict, StoreError)  # rolled back: nothing written
 
 
 class InvocationPipeline(HookChain):
@@ -74,8 +82,15 @@ class InvocationPipeline(HookChain):
         self.context = context or ContextManager(store)
         self.observer = observer
         self._active = 0  # calls in flight; a lone call commits without the writer thread
-        # (run, capability, role) -> the last stored call's (operation id, proposed arguments)
-        self._bases: dict[tuple[str, str, str | None], tuple[str, dict[str, Any]]] = {}
+        # (run, capability, role, invocation) -> the last stored call's (operation id,
+        # proposed arguments)
+        self._bases: dict[tuple[str, str, str | None, str | None],
+                          tuple[str, dict[str, Any]]] = {}
+        # run -> (lease epoch, logical keys committed under it): see _find
+        self._known: dict[str, tuple[int, set[str]]] = {}
+        # (run, invocation) -> (lease epoch, the rows of finished calls waiting to be
+        # committed with that invocation's next commit): see _finish
+        self._carried: dict[tuple[str, str], tuple[int, list[Op]]] = {}
 
     # -- entry points ------------------------------------------------------------------
     async def invoke(self, request: Request, handler: CapabilityHandler) -> OperationResult:
@@ -121,7 +136,26 @@ class InvocationPipeline(HookChain):
             ops = []
         return await self._execute_phase(state, request, spec, handler, ops)
 
-    def _find(self, request: Request) -> OperationState | None:
+    def _find(self, request: Request, *, indexed: bool = True) -> OperationState | None:
+        """The stored operation of ``request``'s logical key, if any.
+
+        While this process holds the run's lease nobody else can add operations to it, so
+        the keys committed before the lease was taken are read once (per run and epoch)
+        and the ones this pipeline commits are added: a key not in that set is not looked
+        up. ``indexed=False`` always asks the store.
+        """
+        ctx = request.context
+        if indexed:
+            known = self._known.get(ctx.run_id)
+            if known is None or known[0] != ctx.lease_epoch:
+                keys = {r["logical_key"] for r in self.store.query(
+                    "operations", {"run_id": ctx.run_id})}
+                self._known.pop(ctx.run_id, None)
+                if len(self._known) >= KNOWN_LIMIT:
+                    del self._known[next(iter(self._known))]
+                known = self._known[ctx.run_id] = (ctx.lease_epoch, keys)
+            if request.logical_key not in known[1]:
+                return None
         rows = self.store.query(
             "operations",
             {"run_id": request.context.run_id, "logical_key": request.logical_key}, limit=1,
@@ -130,7 +164,7 @@ class InvocationPipeline(HookChain):
 
     async def _lost_race(self, request: Request, handler: CapabilityHandler) -> OperationResult:
         """Another caller created this logical call first: wait on theirs, do not run a second."""
-        existing = self._find(request)
+        existing = self._find(request, indexed=False)
         if existing is None:
             raise RevisionConflict(
                 f"logical call {request.logical_key!r} conflicted but cannot be found"
@@ -203,7 +237,7 @@ class InvocationPipeline(HookChain):
             payload=args,
             hooks_version=self.hooks.version,
         )
-        base = self._bases.get((ctx.run_id, spec.capability_key, ctx.role))
+        base = self._bases.get((ctx.run_id, spec.capability_key, ctx.role, ctx.invocation_id))
         if base is not None:
             # e.g. a model call: the history of the previous call plus a few messages
             delta = arguments_delta(base[1], args)
@@ -412,13 +446,22 @@ class InvocationPipeline(HookChain):
             outcome=outcome, result=delivered,
             summary="" if delivered is not None else envelope.describe(),
         )
-        await self._commit(request, [*pending, state.row(), *context_ops], state=state)
-        self._remember(state, ctx)
-        if crash_after:
-            crashpoints.reached(crash_after)
-        if raw_merged:
-            crashpoints.reached("raw_saved")
-        crashpoints.reached("effective_saved")
+        ops = [*pending, state.row(), *context_ops]
+        if (request.defer_commit and state.unsaved and outcome == "succeeded"
+                and ctx.invocation_id is not None):
+            # The whole call is in ``ops`` and nothing durable depends on it yet: carry it
+            # into the invocation's next commit (or ``flush``) instead of paying a commit.
+            self._carry(ctx, [*state.deferred, *ops])
+            state.unsaved, state.deferred = False, []
+            self._remember(state, ctx)
+        else:
+            await self._commit(request, ops, state=state)
+            self._remember(state, ctx)
+            if crash_after:
+                crashpoints.reached(crash_after)
+            if raw_merged:
+                crashpoints.reached("raw_saved")
+            crashpoints.reached("effective_saved")
         self._observe("operation.completed", state)
         crashpoints.reached("delivered")
         return envelope
@@ -457,7 +500,7 @@ class InvocationPipeline(HookChain):
         args = state.request["proposed_arguments"]
         if not any(isinstance(v, list) for v in args.values()):
             return
-        key = (ctx.run_id, state.capability_key, ctx.role)
+        key = (ctx.run_id, state.capability_key, ctx.role, ctx.invocation_id)
         self._bases.pop(key, None)
         if len(self._bases) >= BASES_LIMIT:
             del self._bases[next(iter(self._bases))]
@@ -469,10 +512,54 @@ class InvocationPipeline(HookChain):
         ctx = request.context
         if state is not None and state.deferred:
             ops = [*state.deferred, *ops]
-        await self.coordinator.commit(WriteSet(tuple(ops), Fence(ctx.run_id, ctx.lease_epoch)),
-                                      inline=self._active <= 1)
+        await self._write(ctx, ops)
         if state is not None:
             state.unsaved, state.deferred = False, []
+
+    async def _write(self, ctx: InvocationContext, ops: list[Op]) -> None:
+        """Commit ``ops`` (after the calls carried for ``ctx``'s invocation) as one write set."""
+        carried = self._take_carried(ctx)
+        if carried:
+            ops = [*carried, *ops]
+        try:
+            await self.coordinator.commit(WriteSet(tuple(ops), Fence(ctx.run_id, ctx.lease_epoch)),
+                                          inline=self._active <= 1)
+        except _COMMIT_REFUSED:
+            if carried:  # rolled back with the rest: they wait for the next commit
+                self._carry(ctx, carried, first=True)
+            raise
+        known = self._known.get(ctx.run_id)
+        if known is not None and known[0] == ctx.lease_epoch:
+            known[1].update(op.row["logical_key"] for op in ops if op.table == "operations"
+                            and "logical_key" in op.row)
+
+    def _carry(self, ctx: InvocationContext, ops: list[Op], *, first: bool = False) -> None:
+        assert ctx.invocation_id is not None
+        key = (ctx.run_id, ctx.invocation_id)
+        held = self._carried.get(key)
+        if held is None or held[0] != ctx.lease_epoch:  # an older lease's rows are fenced out
+            self._carried[key] = (ctx.lease_epoch, list(ops))
+        elif first:
+            held[1][:0] = ops
+        else:
+            held[1].extend(ops)
+
+    def _take_carried(self, ctx: InvocationContext) -> list[Op]:
+        if ctx.invocation_id is None or not self._carried:
+            return []
+        held = self._carried.pop((ctx.run_id, ctx.invocation_id), None)
+        if held is None or held[0] != ctx.lease_epoch:
+            return []
+        return held[1]
+
+    async def flush(self, ctx: InvocationContext) -> None:
+        """Commit what is carried for ``ctx``'s invocation (nothing to do when nothing is).
+
+        Call it when the invocation ends: its last model call has no later commit to ride on.
+        """
+        if self._carried and ctx.invocation_id is not None \
+                and (ctx.run_id, ctx.invocation_id) in self._carried:
+            await self._write(ctx, [])
 
     def _observe(self, kind: str, state: OperationState) -> None:
         if self.observer is None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentloom.errors import FencedOut, RevisionConflict, StoreError
-from agentloom.store.ports import Fence, Insert, Put, WriteSet
+from agentloom.store.ports import Fence, Insert, Op, Put, WriteSet
 from agentloom.store.schema import MIGRATIONS, Table, table
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True)
@@ -31,7 +31,6 @@ class SqlStore:
     url: str
     durable: bool = True
     placeholder = "?"
-    fence_sql_suffix = ""
     integrity_errors: tuple[type[BaseException], ...] = ()
 
     def __init__(self, url: str) -> None:
@@ -49,10 +48,11 @@ class SqlStore:
         except BaseException:
             self._writer.close()  # a store that refuses to open must not leak its connection
             raise
-        self._reader: Any = self._connect()
+        self._reader: Any = self._connect(reader=True)
 
     # -- dialect hooks -------------------------------------------------------------
-    def _connect(self) -> Any:
+    def _connect(self, *, reader: bool = False) -> Any:
+        """A new connection; the ``reader`` one only runs single-statement reads."""
         raise NotImplementedError
 
     def _begin(self, cur: Any) -> None:
@@ -147,11 +147,15 @@ class SqlStore:
             self._sql_cache[key] = sql
         return sql
 
+    def _lock_run(self, cur: Any, run_id: str, *, exclusive: bool) -> None:
+        """Hold the run's lease lock until the transaction ends: shared by writers under a
+        fence, exclusive for ``claim_run``, so a claim waits for in-flight commits and every
+        later commit sees the new epoch. (SQLite has one writer at a time: nothing to do.)"""
+
     def _check_fence(self, cur: Any, fence: Fence) -> None:
+        self._lock_run(cur, fence.run_id, exclusive=False)
         cur.execute(
-            f"SELECT lease_epoch FROM runs WHERE run_id = {self.placeholder}"
-            + self.fence_sql_suffix,
-            (fence.run_id,),
+            f"SELECT lease_epoch FROM runs WHERE run_id = {self.placeholder}", (fence.run_id,)
         )
         row = cur.fetchone()
         if row is None:
@@ -169,7 +173,7 @@ class SqlStore:
             self._check_fence(cur, ws.fence)
             if fenced is not None:
                 fenced.add(ws.fence)
-        for op in ws.ops:
+        for op in coalesced(ws.ops):
             t = table(op.table)
             columns = list(op.row.keys())
             if isinstance(op, Put):
@@ -199,6 +203,17 @@ class SqlStore:
         NOT NULL on the row to be inserted before looking for a conflict, so a ``Put``
         naming only some columns of an existing row would fail.
         """
+        sql, order, updates = self._update_statement(t, columns)
+        cur.execute(sql, [None if i is None else values[i] for i in order])
+        if not updates:
+            return cur.fetchone() is not None
+        return bool(cur.rowcount)
+
+    def _update_statement(
+        self, t: Table, columns: Sequence[str]
+    ) -> tuple[str, tuple[int | None, ...], bool]:
+        """The UPDATE of the named columns of one row (a SELECT when only the key is named),
+        the order of its parameters in the row's values, and whether it updates anything."""
         cache_key = (t.name, "update", tuple(columns))
         cached = self._update_cache.get(cache_key)
         if cached is None:
@@ -213,11 +228,7 @@ class SqlStore:
             # parameter i is values[order[i]], or NULL for a key column the row does not name
             order = tuple(columns.index(c) if c in columns else None for c in [*sets, *t.key])
             cached = self._update_cache[cache_key] = (sql, order, bool(sets))
-        sql, order, updates = cached
-        cur.execute(sql, [None if i is None else values[i] for i in order])
-        if not updates:
-            return cur.fetchone() is not None
-        return bool(cur.rowcount)
+        return cached
 
     def commit_many(self, batch: Sequence[WriteSet]) -> list[BaseException | None]:
         """One transaction for the whole batch. The common case (nothing refused) runs without
@@ -271,6 +282,7 @@ class SqlStore:
             cur = self._writer.cursor()
             try:
                 self._begin(cur)
+                self._lock_run(cur, run_id, exclusive=True)
                 cur.execute(
                     f"UPDATE runs SET lease_epoch = lease_epoch + 1, lease_owner = {p}, "
                     f"lease_expires_at = {p}, updated_at = {p} WHERE run_id = {p} "
@@ -295,7 +307,7 @@ class SqlStore:
             try:
                 cur.execute(sql, params)
                 rows = cur.fetchall()
-                self._reader.commit()  # end the read snapshot
+                self._reader.commit()  # end the read snapshot (nothing to do in autocommit)
                 return list(rows)
             finally:
                 cur.close()
@@ -361,3 +373,28 @@ class SqlStore:
 
 
 ConnectFactory = Callable[[], Any]
+
+
+def coalesced(ops: Sequence[Op]) -> Sequence[Op]:
+    """The ops of one write set with every ``Put`` of a row folded into the earlier
+    ``Insert`` or ``Put`` of the same row (e.g. an Attempt started and finished in one
+    commit is one INSERT). The outcome is the same; a second ``Insert`` of a row is kept,
+    so its conflict is still reported."""
+    if len(ops) < 2:
+        return ops
+    out: list[Op] = []
+    index: dict[tuple[str, tuple[Any, ...]], int] = {}
+    for op in ops:
+        row_key = (op.table, tuple(op.row.get(k) for k in table(op.table).key))
+        i = index.get(row_key)
+        if i is not None and isinstance(op, Put):
+            prev = out[i]
+            if isinstance(prev, Put):
+                out[i] = Put(prev.table, {**prev.row, **op.row})
+                continue
+            if not prev.if_absent:  # an if_absent Insert may keep an existing row: not foldable
+                out[i] = Insert(prev.table, {**prev.row, **op.row})
+                continue
+        index[row_key] = len(out)
+        out.append(op)
+    return out

@@ -1,21 +1,41 @@
 """The PostgreSQL store (psycopg 3): for more than one process or machine.
 
-Fencing takes ``FOR SHARE`` on the run row, so a concurrent ``claim_run`` waits
-for in-flight commits and every later commit of the old holder sees the new epoch.
+Fencing takes a shared transaction-level advisory lock on the run (``claim_run`` an
+exclusive one) before it reads the epoch, so a concurrent claim waits for in-flight
+commits and every later commit of the old holder sees the new epoch. (A ``FOR SHARE``
+row lock would do the same, but it writes the row — and WAL — on every commit.)
 An optional ``schema`` query parameter (``postgresql://host/db?schema=name``)
 keeps AgentLoom's tables in their own schema, created when missing.
+
+A batch is first sent as *one query*, ``BEGIN; …; COMMIT`` with the values bound
+client-side (psycopg's ``ClientCursor``, which quotes them): one round trip. The
+checks run in the server and abort the transaction before its COMMIT. Anything
+refused there — a fence that moved, a duplicate key, a ``Put`` of a row that does
+not exist — rolls it back and the batch is redone statement by statement by
+``SqlStore.commit_many``, which tells exactly which write set was refused and why.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from agentloom.errors import ConfigError
-from agentloom.store._sql import SqlStore
+from agentloom.errors import ConfigError, StoreError
+from agentloom.store._sql import SqlStore, coalesced
+from agentloom.store.ports import Fence, Insert, WriteSet
+from agentloom.store.schema import table
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+# A run's lease lock: the two-key advisory lock space, AgentLoom's class 0x414C ("AL").
+_RUN_LOCK = "SELECT pg_advisory_xact_lock(16716, hashtext(%s))"
+_RUN_LOCK_SHARED = "SELECT pg_advisory_xact_lock_shared(16716, hashtext(%s))"
+# Refusals raise in the server (division by zero), aborting the rest of the query.
+_FENCE_CHECK = ("SELECT 1 / COALESCE((SELECT (lease_epoch = %s)::int FROM runs "
+                "WHERE run_id = %s), 0)")
+_CHECKED_UPDATE = "WITH u AS ({sql} RETURNING 1) SELECT 1 / (SELECT (count(*) = 1)::int FROM u)"
+_CHECKED_EXISTS = "SELECT 1 / (SELECT count(*)::int FROM ({sql}) AS e)"
 
 
 def _psycopg() -> Any:
@@ -30,7 +50,7 @@ def _psycopg() -> Any:
 
 class PostgresStore(SqlStore):
     placeholder = "%s"
-    fence_sql_suffix = " FOR SHARE"
+    _literal: Any  # the writer's client-side-binding cursor (see _commit_in_one_query)
 
     def __init__(self, url: str) -> None:
         psycopg = _psycopg()
@@ -46,24 +66,85 @@ class PostgresStore(SqlStore):
         self._dsn = urlunsplit(parts._replace(query=urlencode(query)))
         super().__init__(url)
 
-    def _connect(self) -> Any:
+    def _connect(self, *, reader: bool = False) -> Any:
         psycopg = _psycopg()
-        conn = psycopg.connect(self._dsn, autocommit=False)
+        # Autocommit: a read is its own snapshot without a COMMIT round trip to end it, and
+        # a write transaction is opened by an explicit BEGIN (``_begin``), so the fast path
+        # can send BEGIN … COMMIT as one query.
+        conn = psycopg.connect(self._dsn, autocommit=True)
         if self.schema:
             with conn.cursor() as cur:
                 cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
                 cur.execute(f'SET search_path TO "{self.schema}"')
-            conn.commit()
+        if not reader:
+            self._literal = psycopg.ClientCursor(conn)  # binds parameters client-side
         return conn
 
     def _begin(self, cur: Any) -> None:
-        """psycopg opens a transaction implicitly on the first statement."""
+        cur.execute("BEGIN")
+
+    def commit_many(self, batch: Sequence[WriteSet]) -> list[BaseException | None]:
+        with self._write_lock:
+            done = self._commit_in_one_query(batch)
+        if done:
+            return [None] * len(batch)
+        return super().commit_many(batch)  # refused: find out which write set, and why
+
+    def _commit_in_one_query(self, batch: Sequence[WriteSet]) -> bool:
+        """Commit ``batch`` as one ``BEGIN; …; COMMIT`` query: one round trip.
+
+        The checks run in the server: a fence whose epoch moved (or whose run is gone) and a
+        partial ``Put`` that finds no row divide by zero, which aborts the transaction before
+        its COMMIT. Returns ``False`` (rolled back) when anything was refused or malformed;
+        raises ``StoreError`` when the connection failed, as then the outcome is not known.
+        """
+        psycopg = _psycopg()
+        literal = self._literal.mogrify
+        statements = ["BEGIN"]
+        try:
+            fenced: set[Fence] = set()
+            for ws in batch:
+                if ws.fence is not None and ws.fence not in fenced:
+                    fenced.add(ws.fence)
+                    statements.append(literal(_RUN_LOCK_SHARED, (ws.fence.run_id,)))
+                    statements.append(literal(_FENCE_CHECK, (ws.fence.lease_epoch,
+                                                             ws.fence.run_id)))
+                for op in coalesced(ws.ops):
+                    t = table(op.table)
+                    columns = list(op.row)
+                    values = self._encode(t, op.row)
+                    if isinstance(op, Insert):
+                        sql = self._insert_sql(t, columns,
+                                               "if_absent" if op.if_absent else "insert")
+                    elif set(columns) >= set(t.columns):
+                        sql = self._insert_sql(t, columns, "put")  # a whole row: upsert
+                    else:  # some columns of a row that must exist
+                        sql, order, _ = self._update_statement(t, columns)
+                        values = [None if i is None else values[i] for i in order]
+                        sql = _CHECKED_UPDATE.format(sql=sql) if sql.startswith("UPDATE") \
+                            else _CHECKED_EXISTS.format(sql=sql)
+                    statements.append(literal(sql, values))
+        except Exception:  # e.g. an unknown column: the exact path reports it
+            return False
+        statements.append("COMMIT")
+        try:
+            self._literal.execute(";\n".join(statements))
+        except psycopg.OperationalError as exc:  # the connection, not the batch
+            self._rollback_quietly()
+            raise StoreError(f"commit to {self._safe_url()} failed: {exc}") from exc
+        except psycopg.Error:  # refused before COMMIT ran: the exact path says which and why
+            self._rollback_quietly()
+            return False
+        return True
 
     def _migration_lock(self, cur: Any) -> None:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(current_schema() || 'agentloom'))")
 
     def _ddl(self, sqlite_sql: str, postgres_sql: str) -> str:
         return postgres_sql
+
+    def _lock_run(self, cur: Any, run_id: str, *, exclusive: bool) -> None:
+        cur.execute(_RUN_LOCK if exclusive else _RUN_LOCK_SHARED, (run_id,))
 
     def drop_schema(self) -> None:
         """Remove this store's schema and everything in it (tests only)."""

@@ -20,7 +20,7 @@ class SqliteStore(SqlStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         super().__init__(url or f"sqlite:///{self.path}")
 
-    def _connect(self) -> Any:
+    def _connect(self, *, reader: bool = False) -> Any:
         conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=30.0
         )
