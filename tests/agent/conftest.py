@@ -76,10 +76,12 @@ def assistant_calls(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
 
 
 def before_hook(hook_id: str, fn: Callable[..., Any], *, capability: str | None = None,
-                event: str = "tool") -> tuple[HookSpec, str, Callable[..., Any]]:
+                event: str = "tool", purpose: str | None = None,
+                ) -> tuple[HookSpec, str, Callable[..., Any]]:
     ref = f"tests.agent:{hook_id}"
     spec = HookSpec(hook_id=hook_id, timing="before", event=event,
-                    match=HookMatch(capability=capability), handler=HandlerRef(ref=ref),
+                    match=HookMatch(capability=capability, purpose=purpose),
+                    handler=HandlerRef(ref=ref),
                     timeout_s=10.0)
     return spec, ref, fn
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from agentloom.agent.configured import agent_specs
 from agentloom.config import (
     agent_tools,
     hook_functions,
@@ -351,3 +352,14 @@ async def test_built_parts_run_on_a_kernel_with_the_agents_hook_applying_to_that
         assert response.text.startswith("test model: no tools to call")
     finally:
         kernel.close()
+
+
+def test_model_window_and_output_limit_become_the_agents_compaction_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOCAL_KEY", SECRET)
+    monkeypatch.setenv("ZHIPUAI_API_KEY", SECRET)
+    text = CONNECTED.replace("window: 32000}", "window: 32000, output_limit: 8192}")
+    specs = {s.name: s for s in agent_specs(load_config(write(tmp_path, text)))}
+    assert (specs["main"].window, specs["main"].output_limit) == (32000, 8192)
+    assert (specs["coder"].window, specs["coder"].output_limit) == (None, None)

@@ -67,6 +67,8 @@ def agent_specs(config: Config) -> list[AgentSpec]:
                 max_steps=limits.max_steps,
             ),
             window=choice.window if isinstance(choice, ConnectionModelChoice) else None,
+            output_limit=choice.output_limit if isinstance(choice, ConnectionModelChoice)
+            else None,
             description=agent.description,
         ))
     return specs

@@ -1,6 +1,7 @@
 """The React loop as resumable stages (000 §4):
 
-    prepare_context → prepare_model → call_model → tools / delegation / final candidate
+    prepare_context → prepare_model → compact_context (only when the budget needs it)
+        → call_model → tools / delegation / final candidate
 
 Every stage that has an effect is a request on the bus with a *deterministic logical key*
 (``<invocation>/t<n>/model``, ``<invocation>/t<n>/c<i>``). Running the loop again after a
@@ -30,6 +31,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from agentloom.agent.compaction import (
+    Budget,
+    Estimator,
+    compacted_messages,
+    compaction_request,
+    plan_compaction,
+)
 from agentloom.agent.events import EventSink, RunEvent, envelope_status, summary_of
 from agentloom.agent.spec import DELEGATE_PREFIX, AgentSpec
 from agentloom.agent.transcript import assistant_message, tool_defs, tool_message
@@ -37,7 +45,7 @@ from agentloom.bus import EventBus
 from agentloom.bus.bus import RequestItem
 from agentloom.errors import OperationError
 from agentloom.models.gateway import ModelCallFailed, ModelGateway
-from agentloom.models.types import Message, ModelRequest, ModelResponse
+from agentloom.models.types import Message, ModelRequest, ModelResponse, ToolDef
 from agentloom.pipeline.context import InvocationContext
 from agentloom.results import OperationResult
 
@@ -90,6 +98,8 @@ class ReactLoop:
     async def _run(self, inv: Invocation, emit: EventSink) -> LoopOutcome:
         agent, ctx = inv.agent, inv.ctx
         defs = tool_defs(list(ctx.catalog.specs.values()))
+        budget = Budget.of(agent.window, agent.output_limit) if agent.window else None
+        sizes = Estimator()
         carried: list[str] = []  # supplements already taken for this turn (see below)
         for n in range(1, agent.limits.max_steps + 1):
             inv.steps = n
@@ -101,8 +111,13 @@ class ReactLoop:
                 extra = carried or await self._supplements(inv, n)
                 carried = []
                 inv.messages.extend(Message(role="user", content=t) for t in extra)
-            # prepare_model → call_model
+            # prepare_model → compact_context (when the budget needs it) → call_model
             request = ModelRequest(messages=tuple(inv.messages), tools=defs)
+            if budget is not None and sizes.tokens(request.messages, defs) > budget.input_limit:
+                failed = await self._compact(inv, n, budget, sizes, defs, emit)
+                if failed is not None:
+                    return failed
+                request = ModelRequest(messages=tuple(inv.messages), tools=defs)
             response = await self._call_model(inv, n, request, emit)
             if isinstance(response, LoopOutcome):
                 return response
@@ -137,6 +152,39 @@ class ReactLoop:
             return LoopOutcome("timed_out", None, OperationError(
                 code="RUN_DEADLINE_EXCEEDED", category="timeout",
                 message="the run deadline passed"), steps=inv.steps)
+        return None
+
+    async def _compact(self, inv: Invocation, n: int, budget: Budget, sizes: Estimator,
+                       tools: tuple[ToolDef, ...], emit: EventSink) -> LoopOutcome | None:
+        """Summarise the older turns so the next request fits; a failure ends the invocation."""
+        ctx = inv.ctx
+        plan = plan_compaction(inv.messages)
+        if plan is not None:
+            key = f"{inv.invocation_id}/t{n}/compact"
+            try:
+                response = await self.gateway.generate(
+                    compaction_request(plan, budget), ctx, model=inv.agent.name,
+                    purpose="compaction", logical_key=key, defer_commit=True)
+            except ModelCallFailed as exc:
+                return LoopOutcome("failed", None, OperationError(
+                    code="COMPACTION_FAILED", category=exc.error.category,
+                    external_outcome=exc.error.external_outcome,
+                    message=f"compacting the context before turn {n} failed: "
+                    f"{exc.error.message}"), steps=n, messages=tuple(inv.messages))
+            before = len(inv.messages)
+            inv.messages[:] = compacted_messages(inv.messages, plan, response.text or "")
+            sizes.forget_all_but(inv.messages)
+            emit(RunEvent("context.compacted", ctx.run_id, time.time(), {
+                "role": ctx.role, "turn": n, "replaced": len(plan.replaced),
+                "messages_before": before, "messages_after": len(inv.messages)}))
+        needed = sizes.tokens(inv.messages, tools)
+        if needed > budget.input_limit:
+            return LoopOutcome("failed", None, OperationError(
+                code="CONTEXT_WINDOW_EXCEEDED", category="validation",
+                message=f"turn {n} needs about {needed} input tokens after compaction, more "
+                f"than the {budget.input_limit} the window leaves ({budget.window} minus "
+                f"{budget.output_reserve} reserved for output); raise model.window or shorten "
+                "the task"), steps=n, messages=tuple(inv.messages))
         return None
 
     async def _call_model(self, inv: Invocation, n: int, request: ModelRequest,

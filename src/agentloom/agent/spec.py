@@ -58,7 +58,8 @@ class AgentSpec:
     executors: tuple[str, ...] = ()
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     limits: Limits = field(default_factory=Limits)
-    window: int | None = None
+    window: int | None = None  # W in tokens: with it, the loop compacts what would not fit
+    output_limit: int | None = None  # O: the output reserve (default min(4096, W / 4))
     extras: Mapping[str, Any] = field(default_factory=dict)
 
     def tool_keys(self) -> list[str]:
