@@ -212,9 +212,12 @@ class Kernel:
             lease = RunLease(run_id, lease.lease_epoch, scope.workspace_scope_id)
         return lease
 
-    def claim(self, run_id: str, *, lease_ttl_s: float = 60.0) -> RunLease:
-        """Take over a run: a new lease epoch fences every commit of the previous holder."""
-        epoch = self.store.claim_run(run_id, self.worker_id, lease_ttl_s)
+    def claim(self, run_id: str, *, lease_ttl_s: float = 60.0,
+              only_if_expired: bool = False) -> RunLease:
+        """Take over a run: a new lease epoch fences every commit of the previous holder.
+        ``only_if_expired``: only when no live lease holds it (else ``StoreError`` LEASE_HELD)."""
+        epoch = self.store.claim_run(run_id, self.worker_id, lease_ttl_s,
+                                     only_if_expired=only_if_expired)
         scopes = [s for s in self.environment.scopes.scopes_for_run(run_id)
                   if s.state == "registered"]
         return RunLease(run_id, epoch, scopes[0].workspace_scope_id if scopes else None)

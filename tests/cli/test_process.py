@@ -137,6 +137,56 @@ def test_cli_runs_stop_of_a_run_nobody_holds_needs_the_config_then_finishes_it_c
     assert out == {"run_id": run_id, "requested": True, "status": "cancelled"}
 
 
+def _expire_lease(cli: Cli, run_id: str) -> None:
+    """What time does to a dead process's lease."""
+    store = open_store(cli.store)
+    try:
+        store.commit_many([WriteSet((Put("runs", {"run_id": run_id, "lease_expires_at": 0.0}),))])
+    finally:
+        store.close()
+
+
+def _epoch(cli: Cli, run_id: str) -> int:
+    store = open_store(cli.store)
+    try:
+        row = store.get("runs", {"run_id": run_id})
+        assert row is not None
+        return int(row["lease_epoch"])
+    finally:
+        store.close()
+
+
+@pytest.mark.kill
+def test_cli_worker_resumes_a_run_whose_process_died_and_never_takes_a_live_or_foreign_one(
+    tmp_path: Path, cli: Cli
+) -> None:
+    config, run_id = _killed_during_exec(tmp_path, cli)
+    epoch = _epoch(cli, run_id)
+
+    # the dead process's lease has not run out yet: the run may still be driven
+    assert cli.json("worker", str(config), "--once", "--store", cli.store) == {
+        "resumed": [], "left": []}
+    _expire_lease(cli, run_id)
+    # a worker of another configuration leaves it, and says why
+    other = write_project(tmp_path / "other", SLEEP_TURNS, tools=["exec"],
+                          extra="    instructions: Another agent.\n")
+    assert cli.json("worker", str(other), "--once", "--store", cli.store) == {
+        "resumed": [], "left": [{"run_id": run_id, "reason": "RELEASE_CHANGED"}]}
+    assert _epoch(cli, run_id) == epoch  # neither worker claimed it
+
+    out = cli.json("worker", str(config), "--once", "--store", cli.store)
+
+    assert out["left"] == []
+    (result,) = out["resumed"]
+    assert (result["run_id"], result["status"]) == (run_id, "succeeded")
+    assert result["output"] == "the command came back"
+    (op,) = [o for o in cli.json("runs", "show", run_id, "--store", cli.store)["operations"]
+             if o["capability"] == "exec"]
+    assert op["status"] == "unknown" and op["attempts"]["count"] == 1  # never run twice
+    human = cli("worker", str(config), "--once", "--store", cli.store)
+    assert human.exit_code == 0 and "no interrupted run to resume" in human.stdout
+
+
 def test_cli_run_sigint_stops_the_run_as_cancelled_and_exits_1(tmp_path: Path, cli: Cli) -> None:
     config = write_project(tmp_path / "p", SLEEP_TURNS, tools=["exec"])
     proc = spawn("run", str(config), "sleep a while", "--store", cli.store, "--json", cwd=tmp_path)

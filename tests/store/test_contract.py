@@ -403,6 +403,23 @@ def test_claim_run_of_a_missing_run_is_a_run_not_found_store_error(store: Store)
     assert caught.value.code == "RUN_NOT_FOUND"
 
 
+def test_claim_run_only_if_expired_takes_a_run_nobody_holds_and_refuses_a_live_lease(
+    store: Store
+) -> None:
+    seed(store, Insert("runs", run_row()))  # never claimed: nobody holds it
+    assert store.claim_run(RUN, "worker-a", 60.0, only_if_expired=True) == 1
+    with pytest.raises(StoreError) as caught:
+        store.claim_run(RUN, "worker-b", 60.0, only_if_expired=True)
+    assert caught.value.code == "LEASE_HELD"
+    run = store.get("runs", {"run_id": RUN})
+    assert run is not None and (run["lease_epoch"], run["lease_owner"]) == (1, "worker-a")
+    seed(store, Put("runs", {"run_id": RUN, "lease_expires_at": 0.0}))  # worker-a died
+    assert store.claim_run(RUN, "worker-b", 60.0, only_if_expired=True) == 2
+    with pytest.raises(StoreError) as missing:
+        store.claim_run("no-such-run", "worker-a", 60.0, only_if_expired=True)
+    assert missing.value.code == "RUN_NOT_FOUND"
+
+
 @pytest.mark.parametrize("batched", [False, True], ids=["alone", "in-a-batch"])
 def test_store_write_with_stale_lease_epoch_fails_and_changes_nothing(
     store: Store, batched: bool

@@ -39,6 +39,7 @@ from agentloom.errors import (
     FencedOut,
     OperationError,
     RevisionConflict,
+    StoreError,
 )
 from agentloom.hooks.spec import HookSpec
 from agentloom.kernel import DEFAULT_WORKSPACE_ROOT, Kernel, RunLease
@@ -226,8 +227,12 @@ class Runtime:
         data["owner"] = owner.to_dict()
         return self._drive(lease, data, view.history if view else ())
 
-    async def resume(self, run_id: str) -> RunHandle:
-        """Continue a run from its last committed stage (a finished run returns its result)."""
+    async def resume(self, run_id: str, *, only_if_expired: bool = False) -> RunHandle:
+        """Continue a run from its last committed stage (a finished run returns its result).
+
+        It takes the run's lease, fencing out any process still driving it; with
+        ``only_if_expired`` it refuses (``StoreError`` ``LEASE_HELD``) while a live lease holds it.
+        """
         row = self.store.get("runs", {"run_id": run_id})
         if row is None:
             raise RunError(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
@@ -245,8 +250,32 @@ class Runtime:
         view = None
         if data.get("session_id"):
             view = open_session(self.store, data["session_id"], owner, seen=data["session_seen"])
-        lease = self.kernel.claim(run_id, lease_ttl_s=LEASE_TTL_S)
+        lease = self.kernel.claim(run_id, lease_ttl_s=LEASE_TTL_S,
+                                  only_if_expired=only_if_expired)
         return self._drive(lease, dict(data), view.history if view else ())
+
+    async def resume_interrupted(self) -> tuple[list[RunHandle], list[tuple[str, str]]]:
+        """What a worker does: resume every run of this store that is ``running`` while no
+        live lease holds it (its process died), oldest first.
+
+        Returns the handles of the runs it took, and ``(run_id, why)`` for the interrupted
+        runs it left: started with another configuration (``RELEASE_CHANGED``), or claimed by
+        someone else meanwhile (``LEASE_HELD``). A run a live process drives is never taken.
+        """
+        taken: list[RunHandle] = []
+        left: list[tuple[str, str]] = []
+        now = time.time()
+        for row in self.store.query("runs", {"status": "running"}, order_by=("created_at",)):
+            run_id = row["run_id"]
+            if run_id in self._live or (row.get("lease_expires_at") or 0) >= now:
+                continue
+            try:
+                taken.append(await self.resume(run_id, only_if_expired=True))
+            except (RunError, StoreError) as exc:
+                if exc.code not in ("RELEASE_CHANGED", "LEASE_HELD"):
+                    raise
+                left.append((run_id, exc.code))
+        return taken, left
 
     async def run(self, task: str, **kwargs: Any) -> RunResult:
         handle = await self.start(task, **kwargs)

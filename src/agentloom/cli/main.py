@@ -1,5 +1,5 @@
 """The ``agentloom`` command (typer): ``run``, ``runs list|show|events|resume|stop|supplement``,
-``init``. Every command takes ``--json``; docs/cli.md is the reference.
+``worker``, ``init``. Every command takes ``--json``; docs/cli.md is the reference.
 
 Output discipline: with ``--json`` stdout holds exactly one JSON value and nothing else; logs,
 warnings and error messages always go to stderr. Exit codes are in ``cli.errors``.
@@ -28,6 +28,7 @@ from agentloom.cli.output import print_json, reported, setup_logging, stderr_con
 from agentloom.cli.scaffold import scaffold
 from agentloom.cli.stores import open_existing_store, resolve_store_url
 from agentloom.cli.views import run_detail, run_summaries
+from agentloom.cli.worker import work
 from agentloom.config import Config, load_config
 from agentloom.store import Store
 
@@ -221,6 +222,59 @@ def runs_resume(
         result = run_sync(drive(runtime, lambda: runtime.resume(run_id), as_json=as_json,
                                   live=row["status"] == "running"))
     _finish(result, row["data"].get("agent"), as_json)
+
+
+@app.command()
+def worker(
+    config: Annotated[Path, typer.Argument(
+        metavar="CONFIG", help="The config the runs were started with.", show_default=False)],
+    once: Annotated[bool, typer.Option(
+        "--once", help="One sweep: resume what is interrupted now, wait for those runs, exit.")] = False,
+    poll: Annotated[float, typer.Option(
+        "--poll", metavar="SECONDS", min=0.1, help="Seconds between sweeps.")] = 5.0,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Resume the runs whose process died (status running, lease expired) and finish them.
+
+    Runs a live process drives are never taken; runs started with another configuration are
+    left (and named). Ctrl-C / SIGTERM stops sweeping after the runs in flight finish. Exit 0
+    when every run it finished succeeded, 1 otherwise.
+    """
+    setup_logging()
+    with reported():
+        cfg = load_config(config)
+        runtime = runtime_from_config(cfg, store=store)
+        out = stdout_console()
+
+        def finished(result: RunResult) -> None:
+            if not as_json:
+                out.print(f"run {result.run_id}: {result.status}"
+                          + (f" — {result.output}" if result.output else ""),
+                          highlight=False, markup=False)
+
+        def left(run_id: str, why: str) -> None:
+            stderr_console().print(f"left run {run_id}: {_LEFT.get(why, why)}",
+                                   highlight=False, markup=False)
+
+        if not as_json:
+            stderr_console().print(f"worker on {runtime.store_url}: "
+                                   + ("one sweep" if once else f"a sweep every {poll:g}s"),
+                                   highlight=False, markup=False)
+        report = asyncio.run(work(runtime, once=once, poll_s=poll, on_finished=finished,
+                                  on_left=left))
+    if as_json:
+        print_json({"resumed": [r.to_dict() for r in report.finished],
+                    "left": [{"run_id": k, "reason": v} for k, v in report.left.items()]})
+    elif not report.finished:
+        stdout_console().print("no interrupted run to resume")
+    ok = all(r.status == "succeeded" for r in report.finished)
+    raise typer.Exit(EXIT_OK if ok else EXIT_FAILED)
+
+
+_LEFT = {"RELEASE_CHANGED": "it was started with another configuration (RELEASE_CHANGED)",
+         "LEASE_HELD": "another process took it first (LEASE_HELD)",
+         "LEASE_LOST": "another process took it over (LEASE_LOST)"}
 
 
 # -- controlling runs ------------------------------------------------------------------------

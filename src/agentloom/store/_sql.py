@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentloom.errors import FencedOut, RevisionConflict, StoreError
-from agentloom.store.ports import Fence, Insert, Op, Put, WriteSet
+from agentloom.store.ports import Fence, Insert, Op, Put, WriteSet, lease_held
 from agentloom.store.schema import MIGRATIONS, Table, table
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True)
@@ -276,8 +276,12 @@ class SqlStore:
         with contextlib.suppress(Exception):
             self._writer.rollback()
 
-    def claim_run(self, run_id: str, owner: str, ttl_s: float) -> int:
+    def claim_run(self, run_id: str, owner: str, ttl_s: float, *,
+                  only_if_expired: bool = False) -> int:
         p = self.placeholder
+        now = time.time()
+        held = f" AND COALESCE(lease_expires_at, 0) < {p}" if only_if_expired else ""
+        exists = False
         with self._write_lock:
             cur = self._writer.cursor()
             try:
@@ -285,11 +289,14 @@ class SqlStore:
                 self._lock_run(cur, run_id, exclusive=True)
                 cur.execute(
                     f"UPDATE runs SET lease_epoch = lease_epoch + 1, lease_owner = {p}, "
-                    f"lease_expires_at = {p}, updated_at = {p} WHERE run_id = {p} "
+                    f"lease_expires_at = {p}, updated_at = {p} WHERE run_id = {p}{held} "
                     "RETURNING lease_epoch",
-                    (owner, time.time() + ttl_s, time.time(), run_id),
+                    (owner, now + ttl_s, now, run_id, *((now,) if only_if_expired else ())),
                 )
                 row = cur.fetchone()
+                if row is None and only_if_expired:
+                    cur.execute(f"SELECT 1 FROM runs WHERE run_id = {p}", (run_id,))
+                    exists = cur.fetchone() is not None
                 self._writer.commit()
             except Exception as exc:
                 self._rollback_quietly()
@@ -297,6 +304,8 @@ class SqlStore:
             finally:
                 cur.close()
         if row is None:
+            if only_if_expired and exists:
+                raise lease_held(run_id)
             raise StoreError(f"run {run_id} does not exist", code="RUN_NOT_FOUND")
         return int(row[0])
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentloom.errors import FencedOut, RevisionConflict, StoreError
-from agentloom.store.ports import Insert, Op, Put, WriteSet
+from agentloom.store.ports import Insert, Op, Put, WriteSet, lease_held
 from agentloom.store.schema import TABLES, table
 
 # What the v1 DDL enforces beyond columns and primary keys: column DEFAULTs, and UNIQUE
@@ -207,11 +207,14 @@ class MemoryStore:
             rows.sort(key=lambda r: tuple(r.get(c) for c in order_by), reverse=descending)
         return rows[:limit] if limit is not None else rows
 
-    def claim_run(self, run_id: str, owner: str, ttl_s: float) -> int:
+    def claim_run(self, run_id: str, owner: str, ttl_s: float, *,
+                  only_if_expired: bool = False) -> int:
         with self._lock:
             run = self._tables["runs"].get((run_id,))
             if run is None:
                 raise StoreError(f"run {run_id} does not exist", code="RUN_NOT_FOUND")
+            if only_if_expired and (run.get("lease_expires_at") or 0) >= time.time():
+                raise lease_held(run_id)
             run["lease_epoch"] += 1
             run["lease_owner"] = owner
             run["lease_expires_at"] = time.time() + ttl_s

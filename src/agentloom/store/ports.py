@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
+from agentloom.errors import StoreError
+
 
 @dataclass(frozen=True, slots=True)
 class Fence:
@@ -80,8 +82,20 @@ class Store(Protocol):
         limit: int | None = None,
     ) -> list[dict[str, Any]]: ...
 
-    def claim_run(self, run_id: str, owner: str, ttl_s: float) -> int:
-        """Take the run's lease: bump and return its ``lease_epoch`` (fencing every older writer)."""
+    def claim_run(self, run_id: str, owner: str, ttl_s: float, *,
+                  only_if_expired: bool = False) -> int:
+        """Take the run's lease: bump and return its ``lease_epoch`` (fencing every older writer).
+
+        ``only_if_expired`` takes it only from nobody: while the current lease has not expired
+        the claim is refused with ``StoreError`` code ``LEASE_HELD`` (a worker picking up
+        interrupted runs never steals one that a live process drives).
+        """
         ...
 
     def close(self) -> None: ...
+
+
+def lease_held(run_id: str) -> StoreError:
+    """The refusal of ``claim_run(..., only_if_expired=True)`` while a live lease holds the run."""
+    return StoreError(f"run {run_id} is held by a live lease; nothing was claimed",
+                      code="LEASE_HELD")
