@@ -19,6 +19,7 @@ ECHO_SCHEMA = {
     "properties": {
         "text": {"type": "string"},
         "count": {"type": "integer"},
+        "items": {"type": "array", "items": {"type": "integer"}},
         "opts": {
             "type": "object",
             "properties": {"mode": {"type": "string"}, "level": {"type": "integer"}},

@@ -11,6 +11,8 @@ from typing import Any
 
 from tests.pipeline.support import CountingTool, Harness
 
+from agentloom.pipeline import records
+from agentloom.pipeline.records import OperationState
 from agentloom.results import OperationResult
 from agentloom.store import Insert, WriteSet
 
@@ -105,3 +107,26 @@ async def test_s9_persistence_carried_rows_survive_a_refused_commit_and_go_out_w
     await h.call({"text": "next"}, logical_key="t2/c0")
     assert keys(h) == ["t0/c0", "t1/c0", "t1/model", "t2/c0"]
     assert len(h.tool.calls) == 3  # seed, the generation and t2/c0: t1/c0 never ran here
+
+
+async def test_s9_persistence_a_call_lost_with_its_lease_is_never_the_base_of_a_later_ones_delta(
+    make: Any,
+) -> None:
+    """Arguments are stored as a delta of the previous call's: never of a carried call that
+    was lost with its lease (it is not in the store, so the later row could not be read)."""
+    h = await generator(make, invocation_id="inv-1")
+    await h.kernel.bus.request("demo_echo", {"text": "a", "items": [1, 2]}, h.ctx,
+                               logical_key="t1/model", defer_commit=True)
+    assert keys(h) == []  # carried, then the lease is lost (another worker claims the run)
+    lease = h.kernel.claim(h.lease.run_id)
+    ctx = h.kernel.invocation_context(lease, release_id="rel", invocation_id="inv-1",
+                                      private_context=False)
+
+    await h.kernel.bus.request("demo_echo", {"text": "a", "items": [1, 2, 3]}, ctx,
+                               logical_key="t1/model")
+
+    (row,) = h.ops()
+    assert row["data"]["request"].get("proposed_delta") is None
+    records._EXPANDED.clear()  # read it as a new process would
+    state = OperationState.from_row(row, h.kernel.store)
+    assert state.request["proposed_arguments"] == {"text": "a", "items": [1, 2, 3]}

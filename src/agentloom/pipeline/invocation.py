@@ -82,10 +82,11 @@ class InvocationPipeline(HookChain):
         self.context = context or ContextManager(store)
         self.observer = observer
         self._active = 0  # calls in flight; a lone call commits without the writer thread
-        # (run, capability, role, invocation) -> the last stored call's (operation id,
-        # proposed arguments)
+        # (run, capability, role, invocation) -> the last stored call's (lease epoch,
+        # operation id, proposed arguments); a base is only used under its own epoch: a
+        # carried call is committed (or lost) with the lease it was made under
         self._bases: dict[tuple[str, str, str | None, str | None],
-                          tuple[str, dict[str, Any]]] = {}
+                          tuple[int, str, dict[str, Any]]] = {}
         # run -> (lease epoch, logical keys committed under it): see _find
         self._known: dict[str, tuple[int, set[str]]] = {}
         # (run, invocation) -> (lease epoch, the rows of finished calls waiting to be
@@ -238,12 +239,13 @@ class InvocationPipeline(HookChain):
             hooks_version=self.hooks.version,
         )
         base = self._bases.get((ctx.run_id, spec.capability_key, ctx.role, ctx.invocation_id))
-        if base is not None:
+        if base is not None and base[0] == ctx.lease_epoch:
+            _, base_id, base_args = base
             # e.g. a model call: the history of the previous call plus a few messages
-            delta = arguments_delta(base[1], args)
+            delta = arguments_delta(base_args, args)
             if delta is not None:
                 state.stored_request = {**state.request, "proposed_arguments": None,
-                                        "proposed_delta": {"base": base[0], **delta}}
+                                        "proposed_delta": {"base": base_id, **delta}}
         return state
 
     def _call_record_ops(self, state: OperationState, request: Request) -> list[Op]:
@@ -504,7 +506,7 @@ class InvocationPipeline(HookChain):
         self._bases.pop(key, None)
         if len(self._bases) >= BASES_LIMIT:
             del self._bases[next(iter(self._bases))]
-        self._bases[key] = (state.operation_id, args)
+        self._bases[key] = (ctx.lease_epoch, state.operation_id, args)
         remember_arguments(state.operation_id, args)
 
     async def _commit(self, request: Request, ops: list[Op], *,
