@@ -354,12 +354,15 @@ async def test_built_parts_run_on_a_kernel_with_the_agents_hook_applying_to_that
         kernel.close()
 
 
-def test_model_window_and_output_limit_become_the_agents_compaction_budget(
+def test_model_window_output_limit_and_token_quota_reach_the_agent_spec(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LOCAL_KEY", SECRET)
     monkeypatch.setenv("ZHIPUAI_API_KEY", SECRET)
-    text = CONNECTED.replace("window: 32000}", "window: 32000, output_limit: 8192}")
+    text = CONNECTED.replace("window: 32000}", "window: 32000, output_limit: 8192}\n"
+                             "    limits: {max_total_tokens: 50000}")
     specs = {s.name: s for s in agent_specs(load_config(write(tmp_path, text)))}
     assert (specs["main"].window, specs["main"].output_limit) == (32000, 8192)
+    assert specs["main"].limits.max_total_tokens == 50000
     assert (specs["coder"].window, specs["coder"].output_limit) == (None, None)
+    assert specs["coder"].limits.max_total_tokens is None

@@ -239,6 +239,9 @@ CASES = {
     "max_steps_zero": (
         AGENT + "    model: {builtin: test}\n    limits: {max_steps: 0}\n",
         "agents.main.limits.max_steps: must be at least 1 (got 0)"),
+    "token_quota_zero": (
+        AGENT + "    model: {builtin: test}\n    limits: {max_total_tokens: 0}\n",
+        "agents.main.limits.max_total_tokens: must be at least 1 (got 0)"),
     "retry_attempts_zero": (
         AGENT + "    model: {builtin: test}\n    retry: {max_attempts: 0}\n",
         "agents.main.retry.max_attempts: must be at least 1 (got 0)"),

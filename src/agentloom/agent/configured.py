@@ -65,6 +65,7 @@ def agent_specs(config: Config) -> list[AgentSpec]:
                 stream_idle_timeout_s=limits.stream_idle_timeout_s,
                 batch_concurrency=limits.batch_concurrency,
                 max_steps=limits.max_steps,
+                max_total_tokens=limits.max_total_tokens,
             ),
             window=choice.window if isinstance(choice, ConnectionModelChoice) else None,
             output_limit=choice.output_limit if isinstance(choice, ConnectionModelChoice)

@@ -39,6 +39,7 @@ from agentloom.agent.compaction import (
     plan_compaction,
 )
 from agentloom.agent.events import EventSink, RunEvent, envelope_status, summary_of
+from agentloom.agent.quota import TokenQuota, tokens_of
 from agentloom.agent.spec import DELEGATE_PREFIX, AgentSpec
 from agentloom.agent.transcript import assistant_message, tool_defs, tool_message
 from agentloom.bus import EventBus
@@ -65,6 +66,7 @@ class Invocation:
     messages: list[Message]
     root: bool = True
     steps: int = 0
+    quota: TokenQuota | None = None  # shared by the whole run tree (the root's limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +156,13 @@ class ReactLoop:
                 message="the run deadline passed"), steps=inv.steps)
         return None
 
+    def _over_quota(self, inv: Invocation, n: int) -> LoopOutcome | None:
+        """The end of an invocation about to make a model call when the run's quota is spent."""
+        error = inv.quota.refusal(n) if inv.quota is not None else None
+        if error is None:
+            return None
+        return LoopOutcome("failed", None, error, steps=n, messages=tuple(inv.messages))
+
     async def _compact(self, inv: Invocation, n: int, budget: Budget, sizes: Estimator,
                        tools: tuple[ToolDef, ...], emit: EventSink) -> LoopOutcome | None:
         """Summarise the older turns so the next request fits; a failure ends the invocation."""
@@ -161,9 +170,13 @@ class ReactLoop:
         plan = plan_compaction(inv.messages)
         if plan is not None:
             key = f"{inv.invocation_id}/t{n}/compact"
+            refused = self._over_quota(inv, n)
+            if refused is not None:
+                return refused
+            request = compaction_request(plan, budget)
             try:
                 response = await self.gateway.generate(
-                    compaction_request(plan, budget), ctx, model=inv.agent.name,
+                    request, ctx, model=inv.agent.name,
                     purpose="compaction", logical_key=key, defer_commit=True)
             except ModelCallFailed as exc:
                 return LoopOutcome("failed", None, OperationError(
@@ -171,6 +184,8 @@ class ReactLoop:
                     external_outcome=exc.error.external_outcome,
                     message=f"compacting the context before turn {n} failed: "
                     f"{exc.error.message}"), steps=n, messages=tuple(inv.messages))
+            if inv.quota is not None:
+                inv.quota.charge(key, tokens_of(response, request.messages))
             before = len(inv.messages)
             inv.messages[:] = compacted_messages(inv.messages, plan, response.text or "")
             sizes.forget_all_but(inv.messages)
@@ -193,6 +208,9 @@ class ReactLoop:
         last: OperationError | None = None
         for k in range(1, MAX_REISSUES + 2):
             key = f"{inv.invocation_id}/t{n}/model" + (f"#{k}" if k > 1 else "")
+            refused = self._over_quota(inv, n)
+            if refused is not None:
+                return refused
             emit(RunEvent("model.call.started", ctx.run_id, time.time(),
                           {"role": ctx.role, "turn": n, "logical_key": key}))
             try:
@@ -216,6 +234,8 @@ class ReactLoop:
                     continue
                 return LoopOutcome("failed", None, exc.error, steps=n,
                                    messages=tuple(inv.messages))
+            if inv.quota is not None:
+                inv.quota.charge(key, tokens_of(response, request.messages))
             emit(RunEvent("model.call.completed", ctx.run_id, time.time(), {
                 "role": ctx.role, "turn": n, "status": "succeeded",
                 "finish_reason": response.finish_reason,

@@ -31,6 +31,7 @@ from agentloom.agent.controls import STOP, SUPPLEMENT, ControlState, record_cont
 from agentloom.agent.delegation import DelegationHandler, delegate_spec
 from agentloom.agent.events import TERMINAL, RunEvent, run_events
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop, initial_messages
+from agentloom.agent.quota import TokenQuota
 from agentloom.agent.sessions import open_session, turn_op
 from agentloom.agent.spec import AgentSpec
 from agentloom.errors import (
@@ -87,6 +88,7 @@ class _Live:
     controls: ControlState
     subscribers: list[asyncio.Queue[RunEvent | None]] = field(default_factory=list)
     task: asyncio.Task[RunResult] | None = None
+    quota: TokenQuota | None = None  # the run tree's (the root agent's limit)
 
     def emit(self, event: RunEvent) -> None:
         for queue in self.subscribers:
@@ -358,9 +360,11 @@ class Runtime:
         try:
             agent = self._agent(live.data["agent"])
             live.emit(RunEvent("run.started", run_id, time.time(), {"agent": agent.name}))
+            live.quota = TokenQuota.of_run(self.store, run_id, agent.limits.max_total_tokens)
             inv = Invocation(invocation_id=run_id, agent=agent,
                              ctx=self._context(live, agent.name, run_id),
-                             messages=initial_messages(agent, live.data["task"], history))
+                             messages=initial_messages(agent, live.data["task"], history),
+                             quota=live.quota)
             outcome = await self.loop.run(inv, live.emit)
             result = await self._finish(live.lease, live.data, outcome)
             live.emit(RunEvent("run.finished", run_id, time.time(), result.to_dict()))
@@ -457,7 +461,7 @@ class Runtime:
         invocation_id = f"{context.run_id}/x/{request.operation_id}"
         inv = Invocation(invocation_id=invocation_id,
                          agent=agent, ctx=self._context(live, executor, invocation_id),
-                         messages=initial_messages(agent, task), root=False)
+                         messages=initial_messages(agent, task), root=False, quota=live.quota)
         return await self.loop.run(inv, live.emit)
 
 

@@ -33,12 +33,16 @@ class Limits:
     stream_idle_timeout_s: float | None = None
     batch_concurrency: int = 2
     max_steps: int = 50
+    # the run tree's token quota; the limit of the agent a run starts with applies
+    max_total_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.run_deadline_s <= 0 or self.first_output_timeout_s <= 0:
             raise ValueError("run_deadline_s and first_output_timeout_s must be positive")
         if self.batch_concurrency < 1 or self.max_steps < 1:
             raise ValueError("batch_concurrency and max_steps must be at least 1")
+        if self.max_total_tokens is not None and self.max_total_tokens < 1:
+            raise ValueError("max_total_tokens must be at least 1")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -195,6 +195,8 @@ class LimitsConfig(_Strict):
     batch_concurrency: StrictInt = Field(default=2, ge=1)
     max_steps: StrictInt = Field(default=50, ge=1)
     """The most model turns one invocation may take."""
+    max_total_tokens: StrictInt | None = Field(default=None, ge=1)
+    """The run tree's token quota (of the agent a run starts with)."""
 
 
 class HookMatchConfig(_Strict):
