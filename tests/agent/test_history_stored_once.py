@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,3 +64,34 @@ async def test_reading_a_delta_row_without_its_store_is_a_clear_error(tmp_path: 
             OperationState.from_row(row)
     finally:
         await rt.aclose()
+
+
+@pytest.mark.parametrize("limits", ["none", "window_and_quota"])
+async def test_per_step_cost_flat_each_message_is_measured_once_for_budget_and_quota(
+    limits: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The budget check before every turn and the quota's estimate (the scripted model
+    reports no usage) measure each message once, never the whole history again per step."""
+    from agentloom.agent import compaction
+
+    measured: list[int] = []
+    real = compaction.message_to_dict
+
+    def counting(message: Any) -> dict[str, Any]:
+        measured.append(1)
+        return real(message)
+
+    monkeypatch.setattr(compaction, "message_to_dict", counting)
+    limited = limits == "window_and_quota"
+    agent = AgentSpec(name="main", model=NoteTaker(lambda request: STEPS), tools=(Note(),),
+                      window=10 ** 7 if limited else None,
+                      limits=Limits(max_steps=STEPS + 1,
+                                    max_total_tokens=10 ** 9 if limited else None))
+    rt = Runtime([agent], store="memory://", workspace_root=tmp_path / "ws")
+    try:
+        result = await rt.run("take notes")
+    finally:
+        await rt.aclose()
+    assert result.status == "succeeded"
+    messages = 1 + 2 * STEPS + 1  # the task, a call and a result per step, the answer
+    assert len(measured) <= (messages if limited else 0)

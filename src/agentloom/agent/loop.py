@@ -67,6 +67,8 @@ class Invocation:
     root: bool = True
     steps: int = 0
     quota: TokenQuota | None = None  # shared by the whole run tree (the root's limit)
+    # each message's size, measured once (the budget check and the quota's estimates)
+    sizes: Estimator = field(default_factory=Estimator, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +103,7 @@ class ReactLoop:
         agent, ctx = inv.agent, inv.ctx
         defs = tool_defs(list(ctx.catalog.specs.values()))
         budget = Budget.of(agent.window, agent.output_limit) if agent.window else None
-        sizes = Estimator()
+        sizes = inv.sizes
         carried: list[str] = []  # supplements already taken for this turn (see below)
         for n in range(1, agent.limits.max_steps + 1):
             inv.steps = n
@@ -185,7 +187,7 @@ class ReactLoop:
                     message=f"compacting the context before turn {n} failed: "
                     f"{exc.error.message}"), steps=n, messages=tuple(inv.messages))
             if inv.quota is not None:
-                inv.quota.charge(key, tokens_of(response, request.messages))
+                inv.quota.charge(key, tokens_of(response, request.messages, inv.sizes))
             before = len(inv.messages)
             inv.messages[:] = compacted_messages(inv.messages, plan, response.text or "")
             sizes.forget_all_but(inv.messages)
@@ -235,7 +237,7 @@ class ReactLoop:
                 return LoopOutcome("failed", None, exc.error, steps=n,
                                    messages=tuple(inv.messages))
             if inv.quota is not None:
-                inv.quota.charge(key, tokens_of(response, request.messages))
+                inv.quota.charge(key, tokens_of(response, request.messages, inv.sizes))
             emit(RunEvent("model.call.completed", ctx.run_id, time.time(), {
                 "role": ctx.role, "turn": n, "status": "succeeded",
                 "finish_reason": response.finish_reason,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from agentloom.agent.compaction import CHARS_PER_TOKEN, estimate_tokens
+from agentloom.agent.compaction import CHARS_PER_TOKEN, Estimator, estimate_tokens
 from agentloom.errors import OperationError
 from agentloom.models.gateway import response_from_dict
 from agentloom.models.types import Message, ModelResponse
@@ -29,8 +29,10 @@ from agentloom.store.ports import Store
 __all__ = ["TokenQuota", "tokens_of"]
 
 
-def tokens_of(response: ModelResponse, messages: Sequence[Message] = ()) -> int:
-    """The tokens one model call used, as its provider reported them (else estimated)."""
+def tokens_of(response: ModelResponse, messages: Sequence[Message] = (),
+              sizes: Estimator | None = None) -> int:
+    """The tokens one model call used, as its provider reported them (else estimated; pass
+    the invocation's ``sizes`` so a long history is not measured again on every call)."""
     usage = response.usage
     if usage is not None:
         if usage.total_tokens is not None:
@@ -39,7 +41,8 @@ def tokens_of(response: ModelResponse, messages: Sequence[Message] = ()) -> int:
             return (usage.input_tokens or 0) + (usage.output_tokens or 0)
     out = len(response.text) + len(response.reasoning or "") + sum(
         len(c.arguments) for c in response.tool_calls)
-    return estimate_tokens(messages) + math.ceil(out / CHARS_PER_TOKEN)
+    sent = sizes.tokens(messages) if sizes is not None else estimate_tokens(messages)
+    return sent + math.ceil(out / CHARS_PER_TOKEN)
 
 
 class TokenQuota:

@@ -360,7 +360,8 @@ class Runtime:
         try:
             agent = self._agent(live.data["agent"])
             live.emit(RunEvent("run.started", run_id, time.time(), {"agent": agent.name}))
-            live.quota = TokenQuota.of_run(self.store, run_id, agent.limits.max_total_tokens)
+            limit = agent.limits.max_total_tokens
+            live.quota = TokenQuota.of_run(self.store, run_id, limit) if limit else None
             inv = Invocation(invocation_id=run_id, agent=agent,
                              ctx=self._context(live, agent.name, run_id),
                              messages=initial_messages(agent, live.data["task"], history),
