@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from agentloom.agent import AgentSpec, Limits, Runtime
 from agentloom.agent.quota import TokenQuota
 from agentloom.testing.openai_server import ScriptedOpenAIServer
@@ -75,9 +77,5 @@ def test_s4_no_quota_means_no_refusal_and_a_quota_must_be_positive() -> None:
     limited.charge("t2/model", 40)
     refusal = limited.refusal(3)
     assert refusal is not None and refusal.code == "RUN_BUDGET_EXHAUSTED"
-    try:
+    with pytest.raises(ValueError, match="at least 1"):
         TokenQuota(0)
-    except ValueError as exc:
-        assert "at least 1" in str(exc)
-    else:
-        raise AssertionError("a quota of 0 was accepted")

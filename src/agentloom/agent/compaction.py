@@ -33,6 +33,7 @@ __all__ = [
     "Estimator",
     "Plan",
     "compacted_messages",
+    "compaction_request",
     "estimate_tokens",
     "plan_compaction",
 ]
