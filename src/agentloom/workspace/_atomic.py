@@ -15,6 +15,7 @@ import secrets
 import signal
 import stat
 
+from agentloom.workspace._modes import FILE_MODE_MASK, ContentOwner, hand_over
 from agentloom.workspace.paths import TEMP_PREFIX, RelPath, WorkspaceError, os_error, shown
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -129,11 +130,22 @@ def fsync_dir(dir_fd: int) -> None:
             raise
 
 
-def write_atomic(dir_fd: int, name: str, data: bytes, rel: RelPath, *, replace: bool, mode: int) -> None:
+def write_atomic(
+    dir_fd: int,
+    name: str,
+    data: bytes,
+    rel: RelPath,
+    *,
+    replace: bool,
+    mode: int,
+    owner: ContentOwner | None = None,
+) -> None:
     """Make ``name`` in ``dir_fd`` hold ``data``, all or nothing.
 
     ``replace=False`` refuses an existing entry (``EXISTS``) at the rename itself. A crash
     before the rename leaves the old file and a hidden temp file; never a partial target.
+    The new file gets ``mode``'s permission bits without write for others, and belongs to
+    ``owner`` when one is given (set on the temp file's descriptor, before the rename).
     """
     tmp = TEMP_PREFIX + secrets.token_hex(8)
     try:
@@ -147,7 +159,8 @@ def write_atomic(dir_fd: int, name: str, data: bytes, rel: RelPath, *, replace: 
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fchmod(fd, stat.S_IMODE(mode) & 0o777)
+            hand_over(fd, owner)  # before fchmod: a chown clears setuid/setgid bits
+            os.fchmod(fd, stat.S_IMODE(mode) & FILE_MODE_MASK)
             os.fsync(fd)
         finally:
             os.close(fd)

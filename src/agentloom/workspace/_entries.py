@@ -4,6 +4,8 @@ Mutations act on the entry in its folder (``mkdirat``/``renameat2``/``unlinkat``
 folder's descriptor), never through it: a symbolic link as the last name is moved or
 deleted as the link itself; a folder is removed by a walk that never follows a link and
 never crosses onto another file system, after a first pass has checked every entry (F01).
+New folders are ``0700`` and, with a content owner, given to it through a descriptor opened
+``O_NOFOLLOW`` from their parent's.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 
 from agentloom.workspace._atomic import etag_of, fsync_dir, normalise_etag, read_all, rename_noreplace
 from agentloom.workspace._locks import entry_locks
+from agentloom.workspace._modes import DIR_MODE, hand_over, hand_over_dir
 from agentloom.workspace._search import MAX_DEPTH, MAX_VISITS, EntryKind, ListEntry
 from agentloom.workspace.paths import (
     LOCK_DIR,
@@ -119,7 +122,8 @@ def make_dir(b: Beneath, raw: object, *, parents: bool) -> ListEntry:
     if not parents:
         dir_fd, name = b.open_parent(rel)
         try:
-            os.mkdir(name, 0o755, dir_fd=dir_fd)
+            os.mkdir(name, DIR_MODE, dir_fd=dir_fd)
+            hand_over_dir(name, b.content_owner, dir_fd=dir_fd)
             fsync_dir(dir_fd)
         except OSError as exc:
             raise os_error(exc, rel) from None
@@ -147,11 +151,14 @@ def make_dir(b: Beneath, raw: object, *, parents: bool) -> ListEntry:
                 "RESERVED_PATH", f"{shown(rel.display)} is the file service's {LOCK_DIR}/ folder"
             )
         for name in missing:
+            created = True
             try:
-                os.mkdir(name, 0o755, dir_fd=fd)
+                os.mkdir(name, DIR_MODE, dir_fd=fd)
             except FileExistsError:
-                pass
+                created = False  # an existing folder keeps its owner
             sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            if created:
+                hand_over(sub, b.content_owner)
             fsync_dir(fd)
             os.close(fd)
             fd = sub

@@ -4,6 +4,7 @@ for a model or a script (000 §7.1: ``system/<owners>/<file_root_id>/blobs/<pref
 
 A *location* is the blob's path relative to the shared root; it is stored with the
 result it belongs to and is never shown to a model (the model gets a ``result_ref``).
+The folders it creates are ``0700`` and the runtime's; a blob keeps its spool file's mode.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import hashlib
 import os
 import re
 from pathlib import Path
+
+from agentloom.workspace._modes import make_private_dirs
 
 _LOCATION = re.compile(r"^system/(agents|workflows)/[A-Za-z0-9._-]+/blobs/[0-9a-f]{2}/[0-9a-f]{64}$")
 BLOB_REF_PREFIX = "file-blob:"
@@ -31,7 +34,7 @@ class FileBlobStore:
             digest = _sha256_file(spool)
         location = self.location_for(owners, file_root_id, digest)
         target = self.root / location
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(target.parent)
         size = spool.stat().st_size
         if target.exists():
             spool.unlink()

@@ -93,7 +93,7 @@ def _update(
             cur = load_file(b, dir_fd, name, rel)
             data = compute(cur)
             mode = cur.mode if cur is not None else 0o644
-            write_atomic(dir_fd, name, data, rel, replace=cur is not None, mode=mode)
+            write_atomic(dir_fd, name, data, rel, replace=cur is not None, mode=mode, owner=b.content_owner)
     finally:
         os.close(dir_fd)
     return FileVersion(path=rel.display, etag=etag_of(data), size=len(data))
@@ -176,7 +176,7 @@ def write_file(
         _refuse_existing(dir_fd, name, rel)
         with entry_locks(b, [(dir_fd, name, rel)], timeout_s=lock_timeout_s):
             _refuse_existing(dir_fd, name, rel)
-            write_atomic(dir_fd, name, data, rel, replace=False, mode=0o644)
+            write_atomic(dir_fd, name, data, rel, replace=False, mode=0o644, owner=b.content_owner)
     finally:
         os.close(dir_fd)
     return FileVersion(path=rel.display, etag=etag_of(data), size=len(data))

@@ -229,9 +229,19 @@ class Beneath:
     while they stay beneath, ``EAGAIN`` is retried at most ``EAGAIN_TRIES`` times) or with the
     walk (``O_PATH | O_NOFOLLOW | O_DIRECTORY`` per folder, ``O_NOFOLLOW`` on the last name,
     ``..`` popped off the stack of descriptors already held; any symlink is refused).
+
+    ``content_owner`` is the ``(uid, gid)`` every file and folder the file tools create
+    beneath the root is given to (``None``: the runtime keeps them).
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, resolution: Resolution = "auto") -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        resolution: Resolution = "auto",
+        content_owner: tuple[int, int] | None = None,
+    ) -> None:
+        self.content_owner = content_owner
         if resolution == "auto":
             resolution = "openat2" if openat2_available() else "walk"
         self.walk = resolution == "walk"

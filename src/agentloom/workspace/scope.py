@@ -16,6 +16,10 @@ run)``: identity and mount intent are committed first, the folder is created aft
 persistent session gets a new scope; registering it revokes every older run's scope
 of that partition, so an old run keeps no write right because the path is the same.
 Paths come only from these trusted identities — never from a model, a hook or a user.
+
+Every folder created here is ``0700``. With a ``content_owner`` (the runtime is root), a
+registered scope's ``work/`` folder belongs to that uid/gid so sandboxed commands can write
+it; the folders above it stay the runtime's (``_modes.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from agentloom.errors import AgentLoomError, ConfigError, ErrorCategory, Revisio
 from agentloom.ids import new_id
 from agentloom.refs import OwnerRef
 from agentloom.store.ports import Fence, Insert, Put, Store, WriteSet
+from agentloom.workspace._modes import check_owner, hand_over_dir, make_private_dirs
 
 PartitionKind = Literal["agent_session", "workflow_session", "invocation"]
 ScopeState = Literal["registered", "revoked", "deleted"]
@@ -98,12 +103,26 @@ class Committer(Protocol):
 
 
 class WorkspaceStore:
-    """Registers scopes in the store and maps them to folders under one shared root."""
+    """Registers scopes in the store and maps them to folders under one shared root.
 
-    def __init__(self, store: Store, coordinator: Committer, root: Path) -> None:
+    Args:
+        content_owner: ``(uid, gid)`` that every registered scope's work folder is given
+            to, for a runtime running as root whose commands run unprivileged
+            (``sandbox_identity()``). Default ``None``: the runtime keeps it.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        coordinator: Committer,
+        root: Path,
+        *,
+        content_owner: tuple[int, int] | None = None,
+    ) -> None:
         self.store = store
         self.coordinator = coordinator
         self.root = Path(root)
+        self.content_owner = check_owner(content_owner)
 
     # -- file roots ------------------------------------------------------------------
     async def file_root(self, owner: OwnerRef) -> str:
@@ -130,10 +149,16 @@ class WorkspaceStore:
         manifest = folder / "manifest.json"
         if manifest.exists():
             return
-        folder.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(folder)
         tmp = folder / f".manifest.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps({"file_root_id": file_root_id, "owner": owner.to_dict()},
-                                  sort_keys=True) + "\n")
+        data = json.dumps({"file_root_id": file_root_id, "owner": owner.to_dict()},
+                          sort_keys=True) + "\n"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600)
+        try:
+            os.write(fd, data.encode())
+        finally:
+            os.close(fd)
         os.replace(tmp, manifest)
 
     # -- scopes ----------------------------------------------------------------------------
@@ -213,9 +238,13 @@ class WorkspaceStore:
         return self.root / scope.relative_path
 
     def ensure_folder(self, scope: WorkspaceScope) -> Path:
+        """Create a registered scope's folder (``0700``) and give it to the content owner."""
         folder = self.path(scope)
         if scope.state == "registered":
-            folder.mkdir(parents=True, exist_ok=True, mode=0o770)
+            make_private_dirs(folder)
+            # Its parents are the runtime's (0711, not writable by others), so no command
+            # can swap the path.
+            hand_over_dir(folder, self.content_owner, private=True)
         return folder
 
     def writable(self, workspace_scope_id: str) -> bool:

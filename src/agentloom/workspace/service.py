@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from agentloom.workspace._grep import GrepMatch, GrepResult, grep_files
 from agentloom.workspace._locks import DEFAULT_LOCK_TIMEOUT_S
+from agentloom.workspace._modes import check_owner
 from agentloom.workspace._search import GlobResult, ListEntry, Listing, glob_paths, list_dir
 from agentloom.workspace.files import (
     Deleted,
@@ -71,15 +72,23 @@ class WorkspaceService:
             ``"openat2"`` or ``"walk"`` to force one (tests run both).
         lock_timeout_s: how long a writer waits for another writer's entry lock before
             ``LOCK_TIMEOUT``. Default 10 s.
+        content_owner: ``(uid, gid)`` that every file and folder the tools create is given
+            to, for a runtime running as root whose commands run unprivileged
+            (``sandbox_identity()``). Default ``None``: the runtime keeps them.
     """
 
     def __init__(
-        self, *, resolution: Resolution = "auto", lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+        self,
+        *,
+        resolution: Resolution = "auto",
+        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+        content_owner: tuple[int, int] | None = None,
     ) -> None:
         if resolution not in ("auto", "openat2", "walk"):
             raise ValueError(f"resolution must be 'auto', 'openat2' or 'walk', not {resolution!r}")
         self._resolution: Resolution = resolution
         self._lock_timeout_s = lock_timeout_s
+        self._content_owner = check_owner(content_owner)
 
     async def open_view(self, root: Path, *, scope_id: str, writable: bool = True) -> WorkspaceHandle:
         """A handle on ``root``, which must be an existing folder."""
@@ -104,7 +113,8 @@ class WorkspaceService:
             )
 
         def call() -> T:
-            with Beneath(handle.root, resolution=self._resolution) as beneath:
+            owner = self._content_owner
+            with Beneath(handle.root, resolution=self._resolution, content_owner=owner) as beneath:
                 return op(beneath)
 
         return await asyncio.to_thread(call)
