@@ -2,15 +2,22 @@
 
 Run from the repository root::
 
-    python bench/workspace.py                     # every section (today: exec), ~15 s
+    python bench/workspace.py                     # every section, ~1 min
     python bench/workspace.py --section exec      # one section
+    python bench/workspace.py --backend landlock  # one sandbox backend (default: each one here)
     python bench/workspace.py --size-mib 256      # a smaller output
     python bench/workspace.py --json > out.json   # JSON on stdout, the table on stderr
     python bench/workspace.py --check             # exit status 1 when a target fails
 
+Section ``startup``: ``exec`` of ``true`` ``--startup-runs`` times under each sandbox
+backend this machine has (bubblewrap, Landlock), median and p90 wall time from
+``execute`` to the result; the target is Landlock <= 0.5x bubblewrap, both measured in
+this run.
+
 Section ``exec``: one command writing ``--size-mib`` MiB (default 1 GiB) to stdout
-(``head -c N /dev/zero``) through the sandbox gateway, ``--repeat`` times, against the
-same command piped to ``cat > /dev/null`` from ``/bin/sh`` in the same run. Reported:
+(``head -c N /dev/zero``) through the sandbox gateway of each backend, ``--repeat`` times,
+against the same command piped to ``cat > /dev/null`` from ``/bin/sh`` in the same run.
+Reported, per backend:
 
 * peak RSS growth of this Python process while the command runs: the kernel's high-water
   mark (``VmHWM``, reset through ``/proc/self/clear_refs`` before each run) minus
@@ -45,13 +52,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentloom.sandbox import BusinessOwner, EnvironmentPolicy, ExecCommand, SandboxScope, make_gateway
+from agentloom.sandbox import (
+    BusinessOwner,
+    EnvironmentPolicy,
+    ExecCommand,
+    SandboxError,
+    SandboxScope,
+    make_gateway,
+)
 
 MIB = 1 << 20
 
 # The targets: the only constants this script prints that it did not measure.
 TARGET_EXEC_RSS_GROWTH_MIB = 32.0  # peak RSS growth while draining the output
 TARGET_EXEC_THROUGHPUT_RATIO = 0.5  # gateway MiB/s >= this x `| cat > /dev/null`
+TARGET_LANDLOCK_STARTUP_RATIO = 0.5  # exec of `true`: Landlock <= this x bubblewrap
+BACKENDS = ("bubblewrap", "landlock")
 
 
 def log(message: str) -> None:
@@ -186,13 +202,89 @@ async def _gateway_run(gateway: Any, handle: Any, size: int) -> dict[str, Any]:
     }
 
 
+def _gateways(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    """A working gateway of each backend asked for that this machine has."""
+    found: dict[str, Any] = {}
+    for backend in args.backend or BACKENDS:
+        out_dir = workdir / f"spool-{backend}"
+        try:
+            found[backend] = make_gateway(EnvironmentPolicy(), backend=backend, output_dir=out_dir)
+        except SandboxError as exc:
+            log(f"… {backend}: not available here ({exc})")
+    if not found:
+        raise SystemExit("no sandbox backend is available on this machine")
+    return found
+
+
+def _work_dir(workdir: Path, name: str) -> Path:
+    work = workdir / name
+    work.mkdir(mode=0o755)
+    os.chmod(workdir, 0o711)  # as root, bubblewrap reaches the work folder as the sandbox uid
+    return work
+
+
+def bench_startup(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    gateways = _gateways(args, workdir)
+    owner = BusinessOwner(operation_id="bench", attempt_no=1)
+
+    async def times(gateway: Any, work: Path) -> list[float]:
+        handle = await gateway.ensure(
+            SandboxScope(workspace_scope_id="bench", run_id=f"bench-{gateway.sandbox_mode}", work_dir=work),
+            None, 1)
+        out = []
+        for _ in range(args.startup_runs):
+            started = time.perf_counter()
+            execution = await gateway.execute(handle, ExecCommand(argv=("true",)), owner, time.time() + 60)
+            result = await execution.wait()
+            out.append((time.perf_counter() - started) * 1000)
+            if result.exit_code != 0:
+                raise SystemExit(f"`true` failed under {gateway.sandbox_mode}: {result}")
+        return out
+
+    async def run_all() -> dict[str, list[float]]:
+        found: dict[str, list[float]] = {name: [] for name in gateways}
+        for _ in range(3):  # rounds, interleaved, so each backend sees the same machine state
+            for name, gateway in gateways.items():
+                found[name] += await times(gateway, _work_dir(workdir, f"work-{name}-{len(found[name])}"))
+        return found
+
+    measured = asyncio.run(run_all())
+    section: dict[str, Any] = {"runs_per_backend": 3 * args.startup_runs, "backends": {}}
+    for name, values in measured.items():
+        ordered = sorted(values)
+        section["backends"][name] = {
+            "median_ms": statistics.median(values), "p90_ms": ordered[int(0.9 * (len(ordered) - 1))],
+        }
+    if {"bubblewrap", "landlock"} <= measured.keys():
+        ratio = section["backends"]["landlock"]["median_ms"] / section["backends"]["bubblewrap"]["median_ms"]
+        section["landlock_to_bubblewrap"] = ratio
+        section["targets"] = {"landlock_startup_ratio": _verdict(
+            ratio <= TARGET_LANDLOCK_STARTUP_RATIO, f"<= {TARGET_LANDLOCK_STARTUP_RATIO}")}
+    return section
+
+
+def print_startup(section: dict[str, Any]) -> None:
+    log(f"\nstartup: exec of `true`, {section['runs_per_backend']} runs per backend")
+    for name, figures in section["backends"].items():
+        log(f"  {name:<12} median {figures['median_ms']:7.2f} ms   p90 {figures['p90_ms']:7.2f} ms")
+    if "landlock_to_bubblewrap" in section:
+        verdict = section["targets"]["landlock_startup_ratio"]
+        log(f"  landlock / bubblewrap {section['landlock_to_bubblewrap']:5.2f}   "
+            f"target {verdict['target']}  {verdict['status']}")
+
+
 def bench_exec(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    gateways = _gateways(args, workdir)
+    log(f"… [exec] reference SHA-256 of {args.size_mib} MiB of zeros")
+    reference = _zeros_sha256(args.size_mib * MIB)
+    return {"backends": {name: _bench_exec_one(args, workdir, gateway, reference)
+                         for name, gateway in gateways.items()}}
+
+
+def _bench_exec_one(args: argparse.Namespace, workdir: Path, gateway: Any, reference: str) -> dict[str, Any]:
     size = args.size_mib * MIB
-    out_dir, work = workdir / "spool", workdir / "work"
-    work.mkdir()
-    gateway = make_gateway(EnvironmentPolicy(), allow_unsandboxed=args.allow_unsandboxed, output_dir=out_dir)
-    log(f"… [exec] gateway: {gateway.sandbox_mode}; reference SHA-256 of {args.size_mib} MiB of zeros")
-    reference = _zeros_sha256(size)
+    work = _work_dir(workdir, f"work-{gateway.sandbox_mode}")
+    log(f"… [exec] gateway: {gateway.sandbox_mode}")
 
     async def run_all() -> tuple[list[dict[str, Any]], list[float]]:
         handle = await gateway.ensure(
@@ -212,7 +304,8 @@ def bench_exec(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 stream.spool_path.unlink()
             runs.append(run)
             log(
-                f"… [exec] run {i + 1}/{args.repeat}: gateway {run['mib_s']:.0f} MiB/s, "
+                f"… [exec] {gateway.sandbox_mode} run {i + 1}/{args.repeat}: "
+                f"gateway {run['mib_s']:.0f} MiB/s, "
                 f"shell pipe {pipes[-1]:.0f} MiB/s, RSS growth {run['rss_growth_hwm_mib'] or 0:.1f} MiB"
             )
         return runs, pipes
@@ -263,6 +356,11 @@ def _verdict(ok: bool, target: str) -> dict[str, str]:
 
 
 def print_exec(section: dict[str, Any]) -> None:
+    for one in section["backends"].values():
+        _print_exec_one(one)
+
+
+def _print_exec_one(section: dict[str, Any]) -> None:
     def runs(key: str, fmt: str = ".0f") -> str:
         return ", ".join(f"{v:{fmt}}" for v in section[key])
 
@@ -366,6 +464,7 @@ SECTIONS: dict[
 ] = {
     "exec": (bench_exec, print_exec),
     "files": (bench_files, print_files),
+    "startup": (bench_startup, print_startup),
 }
 
 
@@ -384,9 +483,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_false",
         help="exec: skip re-hashing the spool file",
     )
-    parser.add_argument(
-        "--allow-unsandboxed", action="store_true", help="measure without bubblewrap if missing"
-    )
+    parser.add_argument("--backend", choices=BACKENDS, action="append",
+                        help="exec, startup: only this sandbox backend (default: each one available)")
+    parser.add_argument("--startup-runs", type=int, default=100, help="startup: runs per backend and round")
     parser.add_argument("--files", type=int, default=20_000, help="files: tree size (default 20000)")
     parser.add_argument("--small-ops", type=int, default=2000, help="files: small reads/writes")
     parser.add_argument("--json", action="store_true", help="JSON on stdout, the table on stderr")
@@ -394,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="agentloom-bench-") as tmp:
         root = Path(tmp)
+        os.chmod(root, 0o711)  # searchable by the sandbox uid (bubblewrap as root finds work by path)
         facts = machine_facts(root)
         log("machine: " + ", ".join(f"{k}={v}" for k, v in facts.items()))
         report: dict[str, Any] = {"machine": facts, "sections": {}}
@@ -407,12 +507,19 @@ def main(argv: list[str] | None = None) -> int:
     failed = [
         f"{section}.{target}"
         for section, body in report["sections"].items()
-        for target, verdict in body.get("targets", {}).items()
+        for target, verdict in _all_targets(body)
         if verdict["status"] == "FAIL"
     ]
     if failed:
         log("targets missed: " + ", ".join(failed))
     return 1 if args.check and failed else 0
+
+
+def _all_targets(body: dict[str, Any]) -> list[tuple[str, dict[str, str]]]:
+    found = list(body.get("targets", {}).items())
+    for name, one in body.get("backends", {}).items():
+        found += [(f"{name}.{target}", verdict) for target, verdict in one.get("targets", {}).items()]
+    return found
 
 
 if __name__ == "__main__":

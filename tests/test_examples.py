@@ -3,9 +3,15 @@ job runs examples/notes through the CLI in .ci/run; these run the Python ones)."
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from agentloom.sandbox import landlock_available
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,3 +40,25 @@ def test_example_notes_config_runs_through_the_cli(tmp_path: Path) -> None:
                 "Keep a note", "--json", "--store", f"sqlite:///{tmp_path / 'n.db'}", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert '"status": "succeeded"' in done.stdout
+
+
+def test_example_notes_exec_runs_under_landlock_on_a_machine_without_bubblewrap(tmp_path: Path) -> None:
+    """Issue #10: a fresh machine without bubblewrap still confines the example's ``exec``."""
+    if not landlock_available():
+        pytest.skip("Landlock is not enabled in this kernel (needs Linux >= 5.13, landlock in lsm=)")
+    no_bwrap = tmp_path / "bin"  # a PATH on which `bwrap` is not found
+    no_bwrap.mkdir()
+    store = f"sqlite:///{tmp_path / 'n.db'}"
+    env = {**os.environ, "PATH": str(no_bwrap)}
+    done = subprocess.run([sys.executable, "-m", "agentloom", "run",
+                           str(ROOT / "examples" / "notes" / "agentloom.yaml"), "Keep a note", "--json",
+                           "--store", store], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads(done.stdout)["run_id"]
+    events = _run("-m", "agentloom", "runs", "events", run_id, "--json", "--store", store, cwd=tmp_path)
+    (call,) = [e for e in json.loads(events.stdout)
+               if e["type"] == "tool.call.completed" and e["capability"] == "exec"]
+    assert call["status"] == "succeeded"
+    summary = call["summary"]
+    assert '"sandbox_mode": "landlock"' in summary and '"sandboxed": true' in summary

@@ -1,14 +1,17 @@
 """The execution environment of runs: workspaces, the file tools, the sandbox, cleanup.
 
-Assembled by the ``Kernel`` from the shared root (default ``.agentloom/workspaces``) and
-an environment policy. The sandbox gateway is created on first use of ``exec``: with
-bubblewrap when present; without it, only when ``allow_unsandboxed`` was given — and then
-it is reported loudly here and in every exec result.
+Assembled by the ``Kernel`` from the shared root (default ``.agentloom/workspaces``), an
+environment policy and a sandbox backend. The sandbox gateway is created on the first
+``exec`` call (``make_gateway``), not when the tool is published: where no backend is
+usable, agents still start and run, and only ``exec`` fails (``SANDBOX_UNAVAILABLE``, a
+failed tool result naming both fixes). ``backend="none"`` runs commands unconfined; every
+exec result then says ``sandboxed: false``.
 """
 
 from __future__ import annotations
 
-import logging
+import asyncio
+import threading
 import time
 from pathlib import Path
 
@@ -17,7 +20,15 @@ from agentloom.errors import ConfigError
 from agentloom.pipeline.coordinator import CommitCoordinator
 from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.refs import OwnerRef
-from agentloom.sandbox import EnvironmentPolicy, RevocationReceipt, SandboxGateway, make_gateway
+from agentloom.sandbox import (
+    EnvironmentPolicy,
+    RevocationReceipt,
+    SandboxGateway,
+    make_gateway,
+    reclaim_spools,
+    sandbox_identity,
+)
+from agentloom.sandbox.ports import SandboxBackend
 from agentloom.store import Store
 from agentloom.store.ports import Fence
 from agentloom.tools.builtin.exec import ExecHandler, exec_spec
@@ -27,8 +38,6 @@ from agentloom.workspace.cleanup import CleanupResult, Notifier, RunCleanup
 from agentloom.workspace.resolver import WorkspaceResolver
 from agentloom.workspace.scope import WorkspaceScope, WorkspaceStore
 from agentloom.workspace.service import WorkspaceService
-
-log = logging.getLogger("agentloom.environment")
 
 BUILTIN_TOOLS = (*SCHEMAS, "exec")
 
@@ -41,29 +50,42 @@ class RunEnvironment:
         *,
         root: Path,
         policy: EnvironmentPolicy | None = None,
-        allow_unsandboxed: bool = False,
+        sandbox_backend: SandboxBackend = "auto",
         notify: Notifier | None = None,
     ) -> None:
         self.root = Path(root).absolute()
         self.policy = policy or EnvironmentPolicy()
-        self.allow_unsandboxed = allow_unsandboxed
-        self.scopes = WorkspaceStore(store, coordinator, self.root)
-        self.service = WorkspaceService()
+        self.sandbox_backend: SandboxBackend = sandbox_backend
+        # As root, commands run as the sandbox uid, which owns what it may write.
+        owner = sandbox_identity()
+        self.scopes = WorkspaceStore(store, coordinator, self.root, content_owner=owner)
+        self.service = WorkspaceService(content_owner=owner)
+        self.spool_dir = self.root / "system" / "spool"
+        self.reclaim_spools()
         self.resolver = WorkspaceResolver(self.scopes, self.service)
         self.blobs = FileBlobStore(self.root)
         self._gateway: SandboxGateway | None = None
+        self._gateway_lock = threading.Lock()
+        self._unconfirmed: set[str] = set()  # runs whose revocation was not confirmed
         self.cleanup = RunCleanup(self.scopes, revoke=self._revoke, notify=notify)
 
-    @property
-    def gateway(self) -> SandboxGateway:
-        if self._gateway is None:
-            gateway = make_gateway(self.policy, allow_unsandboxed=self.allow_unsandboxed,
-                                   output_dir=self.root / "system" / "spool")
-            if gateway.sandbox_mode != "bubblewrap":
-                log.warning("exec runs UNSANDBOXED (allow_unsandboxed=True): commands can "
-                            "reach the whole machine; install bubblewrap to isolate them")
-            self._gateway = gateway
-        return self._gateway
+    async def gateway(self) -> SandboxGateway:
+        """The sandbox gateway, made on first use (its probe runs in a thread) and kept.
+
+        Raises:
+            SandboxError: ``SANDBOX_UNAVAILABLE`` when the backend asked for is not usable
+                here; asked again on the next call (a backend installed meanwhile is found).
+        """
+        if self._gateway is not None:
+            return self._gateway
+        return await asyncio.to_thread(self._make_gateway)
+
+    def _make_gateway(self) -> SandboxGateway:
+        with self._gateway_lock:  # two first calls at once make one gateway, not two
+            if self._gateway is None:
+                self._gateway = make_gateway(self.policy, backend=self.sandbox_backend,
+                                             output_dir=self.spool_dir)
+            return self._gateway
 
     def builtin(self, name: str, resource_version_id: str) -> tuple[CapabilitySpec,
                                                                      CapabilityHandler]:
@@ -92,8 +114,23 @@ class RunEnvironment:
     async def end_run(self, run_id: str, lease_epoch: int) -> CleanupResult:
         return await self.cleanup.end_run(run_id, lease_epoch)
 
+    def reclaim_spools(self) -> int:
+        """Delete the output spools of runtimes that died (``kill -9``) under this root;
+        done at start-up and by the worker on each sweep. Returns how many were deleted."""
+        return reclaim_spools(self.spool_dir)
+
+    def revocation_confirmed(self, run_id: str) -> bool:
+        """False while the sandbox could not confirm that every command of ``run_id`` is
+        gone (its last revocation); true once one did, or when nothing ever ran."""
+        return run_id not in self._unconfirmed
+
     async def _revoke(self, run_id: str, lease_epoch: int) -> RevocationReceipt:
         if self._gateway is None:  # nothing was ever started
             return RevocationReceipt(run_id=run_id, lease_epoch=lease_epoch, killed=0,
                                      confirmed=True, at=time.time())
-        return await self._gateway.revoke(run_id, lease_epoch)
+        receipt = await self._gateway.revoke(run_id, lease_epoch)
+        if receipt.confirmed:
+            self._unconfirmed.discard(run_id)
+        else:
+            self._unconfirmed.add(run_id)
+        return receipt

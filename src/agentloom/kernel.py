@@ -37,6 +37,7 @@ from agentloom.pipeline.retry import RetryPolicy
 from agentloom.refs import OwnerRef
 from agentloom.results import OperationResult
 from agentloom.sandbox import EnvironmentPolicy
+from agentloom.sandbox.ports import SandboxBackend
 from agentloom.store import Insert, Put, Store, WriteSet, open_store
 from agentloom.store.ports import Fence
 from agentloom.tools.manager import ToolManager
@@ -82,8 +83,12 @@ class Kernel:
         preview_limit: int = 4096,
         workspace_root: Path | str = DEFAULT_WORKSPACE_ROOT,
         sandbox: EnvironmentPolicy | None = None,
-        allow_unsandboxed: bool = False,
+        sandbox_backend: SandboxBackend = "auto",
     ) -> None:
+        """``sandbox`` is the policy ``exec`` commands run under (default
+        ``EnvironmentPolicy()``); ``sandbox_backend`` picks the sandbox (``auto``:
+        bubblewrap, else Landlock, else ``exec`` fails with ``SANDBOX_UNAVAILABLE``;
+        ``none``: unconfined). It is recorded on every run (``runs.data.sandbox_backend``)."""
         self.store = open_store(store) if isinstance(store, str) else store
         self.coordinator = CommitCoordinator(self.store)
         self.registry = CapabilityRegistry()
@@ -101,7 +106,7 @@ class Kernel:
         self.bus.register_owner("delegation", self.delegations)
         self.environment = RunEnvironment(
             self.store, self.coordinator, root=Path(workspace_root), policy=sandbox,
-            allow_unsandboxed=allow_unsandboxed, notify=self.bus.notify)
+            sandbox_backend=sandbox_backend, notify=self.bus.notify)
         self.tools.register("builtin:result.read",
                             ResultReadHandler(self.store, self.environment.blobs))
         # Models (000 §4): ModelManager owns "model" requests; kernel.models is the gateway.
@@ -200,6 +205,7 @@ class Kernel:
         owner = owner or OwnerRef(kind="agent", id="main")
         run_data = dict(data or {})
         run_data["owner"] = owner.to_dict()
+        run_data["sandbox_backend"] = self.environment.sandbox_backend
         await self.coordinator.commit(WriteSet((Insert("runs", {
             "run_id": run_id, "status": "running", "lease_epoch": 0, "lease_owner": None,
             "created_at": now, "updated_at": now, "data": run_data,

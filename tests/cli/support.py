@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,8 @@ from typing import Any
 from typer.testing import CliRunner
 
 from agentloom.cli.main import app
+from agentloom.sandbox import RevocationReceipt, SandboxError
+from agentloom.sandbox.errors import SPAWN_FAILED
 
 SUBPROCESS_TIMEOUT_S = 120
 
@@ -59,3 +62,22 @@ def spawn(*args: str, cwd: Path) -> subprocess.Popen[str]:
     """``python -m agentloom ARGS`` started in the background."""
     return subprocess.Popen([sys.executable, "-m", "agentloom", *args], cwd=cwd, env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+class RevokingGateway:
+    """A sandbox gateway that starts nothing (every ``exec`` fails) and whose revocation
+    says ``confirmed``: the run's end is what is tested, not the sandbox."""
+
+    sandbox_mode = "bubblewrap"
+
+    def __init__(self, *, confirmed: bool) -> None:
+        self.confirmed = confirmed
+        self.revoked: list[str] = []
+
+    async def ensure(self, *args: Any) -> Any:
+        raise SandboxError(SPAWN_FAILED, "this test gateway starts no command")
+
+    async def revoke(self, run_id: str, lease_epoch: int) -> RevocationReceipt:
+        self.revoked.append(run_id)
+        return RevocationReceipt(run_id=run_id, lease_epoch=lease_epoch, killed=1,
+                                 confirmed=self.confirmed, at=time.time())

@@ -332,7 +332,7 @@ async def test_built_parts_run_on_a_kernel_with_the_agents_hook_applying_to_that
         """))
     kernel = Kernel("memory://", hooks=hook_specs(config), hook_functions=hook_functions(config),
                     workspace_root=config.workspace_root(),
-                    allow_unsandboxed=config.sandbox.allow_unsandboxed)
+                    sandbox_backend=config.sandbox.backend)
     try:
         for name, agent in config.agents.items():
             kernel.add_model(name, model_source(config, name),

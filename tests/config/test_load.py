@@ -15,6 +15,7 @@ from agentloom.config import (
     ConnectionModelChoice,
     LimitsConfig,
     RetryConfig,
+    SandboxConfig,
     ScriptModelChoice,
     TestModelChoice,
     load_config,
@@ -100,7 +101,9 @@ def test_defaults_apply_to_every_key_left_out(tmp_path: Path) -> None:
     assert agent.limits == LimitsConfig(run_deadline_s=3600, first_output_timeout_s=60,
                                         stream_idle_timeout_s=None, batch_concurrency=2, max_steps=50)
     assert config.workspace.root == ".agentloom/workspaces"
-    assert config.sandbox.allow_unsandboxed is True
+    assert config.sandbox == SandboxConfig(backend="auto", env={}, egress=False, allow_shell=False,
+                                           timeout_s=10, max_processes=512,
+                                           max_file_bytes=1 << 30, max_cpu_s=3600)
 
 
 def test_relative_paths_resolve_against_the_config_files_folder_not_the_cwd(
@@ -345,8 +348,8 @@ CASES = {
         "      - {id: 'main.hooks[0]', at: after, handler: {ref: 'h:f'}}\n",
         "agents.main.hooks[1].id: hook id 'main.hooks[0]' is already used by agents.main.hooks[0]"),
     "sandbox_flag_not_bool": (
-        MINIMAL + "sandbox: {allow_unsandboxed: sometimes}\n",
-        "sandbox.allow_unsandboxed: must be true or false (got 'sometimes')"),
+        MINIMAL + "sandbox: {egress: sometimes}\n",
+        "sandbox.egress: must be true or false (got 'sometimes')"),
     "number_given_as_text": (
         AGENT + "    model: {builtin: test}\n    limits: {max_steps: '3'}\n",
         "agents.main.limits.max_steps: must be a whole number (got '3')"),

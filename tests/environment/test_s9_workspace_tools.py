@@ -4,12 +4,12 @@ each call is a recorded operation on the run's own workspace; other scopes are u
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.sandbox.conftest import BACKENDS, require_backend, searchable
 
 from agentloom import Kernel, StrictInput, Tool, ToolContext
 from agentloom.kernel import RunLease
@@ -17,7 +17,6 @@ from agentloom.sandbox import EnvironmentPolicy
 
 FS = ["fs.read", "fs.write", "fs.edit", "fs.patch", "fs.list", "fs.glob", "fs.grep", "fs.mkdir",
       "fs.move", "fs.delete"]
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
 
 class NoteInput(StrictInput):
@@ -34,10 +33,19 @@ class WriteNote(Tool[NoteInput]):
         return {"path": saved.path, "etag": saved.etag}
 
 
+@pytest.fixture(params=BACKENDS)
+def exec_backend(request: pytest.FixtureRequest) -> str:
+    """Each confining backend this machine has (the others skip with their reason)."""
+    require_backend(request.param)
+    return str(request.param)
+
+
 @pytest.fixture
-async def kernel(store_url: str, tmp_path: Path) -> AsyncIterator[Kernel]:
+async def kernel(store_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Kernel]:
+    backend = request.getfixturevalue("exec_backend") if "exec_backend" in request.fixturenames else "auto"
+    searchable(tmp_path)  # as root, bubblewrap reaches the work folder by path as the sandbox uid
     k = Kernel(store_url, workspace_root=tmp_path / "shared",
-               sandbox=EnvironmentPolicy(allow_shell=True))
+               sandbox=EnvironmentPolicy(allow_shell=True), sandbox_backend=backend)
     k.publish("rel", [*FS, "exec", WriteNote()],
               roles={"main": [*FS, "exec", "notes.write"]})
     yield k
@@ -113,8 +121,9 @@ async def test_s9_a_scope_of_another_run_is_refused_even_if_named(kernel: Kernel
     assert not (folder(kernel, theirs) / "x.txt").exists()
 
 
-@needs_bwrap
-async def test_s7_2_exec_runs_in_the_workspace_and_cannot_see_other_runs(kernel: Kernel) -> None:
+async def test_s7_2_exec_runs_in_the_workspace_and_cannot_see_other_runs(
+    kernel: Kernel, exec_backend: str
+) -> None:
     mine = await kernel.start_run()
     theirs = await kernel.start_run()
     (folder(kernel, theirs) / "secret.txt").write_text("THEIR SECRET")
@@ -122,16 +131,15 @@ async def test_s7_2_exec_runs_in_the_workspace_and_cannot_see_other_runs(kernel:
                      f"cat {folder(kernel, theirs)}/secret.txt; echo done")
     assert ran.succeeded, ran.error
     body = ran.result.content[0].data
-    assert body["sandboxed"] is True and body["sandbox_mode"] == "bubblewrap"
+    assert body["sandboxed"] is True and body["sandbox_mode"] == exec_backend
     assert "THEIR SECRET" not in body["stdout"] + body["stderr"]
     assert (folder(kernel, mine) / "out.txt").read_text() == "made\n"
     read = await call(kernel, mine, "fs_read", path="out.txt")
     assert read.result.content[0].data["content"] == "made\n"
 
 
-@needs_bwrap
 async def test_f15_large_exec_output_is_a_bounded_preview_with_a_readable_result_ref(
-    kernel: Kernel,
+    kernel: Kernel, exec_backend: str
 ) -> None:
     lease = await kernel.start_run()
     ran = await call(kernel, lease, "exec", argv=["seq", "1", "200000"])
@@ -150,8 +158,7 @@ async def test_f15_large_exec_output_is_a_bounded_preview_with_a_readable_result
     assert str(kernel.environment.root) not in str(record.data)
 
 
-@needs_bwrap
-async def test_s7_2_exec_timeout_kills_and_is_reported_unknown(kernel: Kernel) -> None:
+async def test_s7_2_exec_timeout_kills_and_is_reported_unknown(kernel: Kernel, exec_backend: str) -> None:
     lease = await kernel.start_run()
     ran = await call(kernel, lease, "exec", argv=["sleep", "30"], timeout_s=0.3)
     assert ran.outcome == "unknown" and ran.error.code == "EXEC_TIMEOUT"
@@ -205,9 +212,9 @@ async def test_s9_cross_scope_reads_globs_greps_symlinks_and_scripts_are_refused
         await call(kernel, mine, "fs_glob", pattern="**/secret.txt"),
         await call(kernel, mine, "fs_grep", pattern="THEIR"),
     ]
-    if shutil.which("bwrap"):
-        results.append(await call(kernel, mine, "exec",
-                                  shell_script=f"cat peek/secret.txt {target}/secret.txt"))
+    # exec under whatever sandbox this machine has (a refusal, where it has none)
+    results.append(await call(kernel, mine, "exec",
+                              shell_script=f"cat peek/secret.txt {target}/secret.txt"))
     for result in results:
         seen = str(result.result.to_dict() if result.result else "") + str(result.error)
         assert "THEIR SECRET" not in seen

@@ -1,5 +1,6 @@
-"""Sandbox fixtures: a real bubblewrap gateway (skipped where bwrap is missing, failed in
-CI), scopes on fresh temporary work folders, and helpers that run one command."""
+"""Sandbox fixtures: real gateways of each confining backend (bubblewrap: skipped where bwrap
+is missing, failed in CI, which installs it; Landlock: skipped where the kernel lacks it),
+scopes on fresh temporary work folders, and helpers that run one command."""
 
 from __future__ import annotations
 
@@ -18,9 +19,12 @@ from agentloom.sandbox import (
     EnvironmentPolicy,
     ExecCommand,
     ExecutionResult,
+    LandlockGateway,
     SandboxGateway,
     SandboxHandle,
     SandboxScope,
+    landlock_available,
+    make_gateway,
 )
 
 OWNER = BusinessOwner(operation_id="op-test", attempt_no=1)
@@ -36,19 +40,73 @@ def require_bwrap() -> None:
     pytest.skip("bubblewrap is not installed (apt-get install -y bubblewrap)")
 
 
-@pytest.fixture(scope="module")
-def shell_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BubblewrapGateway]:
-    """A bubblewrap gateway whose policy allows shell scripts (the probes are scripts)."""
-    require_bwrap()
+def require_landlock() -> None:
+    if not landlock_available():
+        pytest.skip("Landlock is not enabled in this kernel (needs Linux >= 5.13, landlock in lsm=)")
+
+
+#: The confining backends; each backend-agnostic test runs once per backend.
+BACKENDS = ("bubblewrap", "landlock")
+
+
+def require_backend(backend: str) -> None:
+    if backend == "bubblewrap":
+        require_bwrap()
+    else:
+        require_landlock()
+
+
+def confined_gateway(
+    backend: str, policy: EnvironmentPolicy, output_dir: Path
+) -> BubblewrapGateway | LandlockGateway:
+    """A working gateway of ``backend`` (skipped where this machine has none)."""
+    require_backend(backend)
+    searchable(output_dir if output_dir.exists() else output_dir.parent)
+    gateway = make_gateway(policy, backend=backend, output_dir=output_dir)  # type: ignore[arg-type]
+    assert isinstance(gateway, BubblewrapGateway | LandlockGateway)
+    return gateway
+
+
+def searchable(path: Path) -> None:
+    """Let the sandbox uid pass through ``path`` and the test folders above it (as root,
+    bubblewrap runs as that uid and finds the work folder by path; pytest's are 0700)."""
+    if os.geteuid() != 0:
+        return
+    base = Path("/tmp").resolve()
+    path = path.resolve()
+    while path != base and path.parent != path:
+        if path.is_dir() and path.stat().st_uid == os.geteuid():
+            os.chmod(path, path.stat().st_mode & 0o7777 | 0o111)
+        path = path.parent
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    require_backend(request.param)
+    return str(request.param)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def shell_gateway(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BubblewrapGateway | LandlockGateway]:
+    """A gateway of each backend whose policy allows shell scripts (the probes are scripts)."""
     out = tmp_path_factory.mktemp("sandbox-out")
-    yield BubblewrapGateway(EnvironmentPolicy(allow_shell=True), output_dir=out)
+    yield confined_gateway(request.param, EnvironmentPolicy(allow_shell=True), out)
 
 
 @pytest.fixture
 def work_dir(tmp_path: Path) -> Path:
     path = tmp_path / "work"
     path.mkdir()
+    searchable(tmp_path)
     return path
+
+
+def sandbox_path(gateway: SandboxGateway, work_dir: Path) -> str:
+    """The work folder as a command sees it: ``/work`` under bubblewrap, its host path
+    under Landlock (no mount namespace)."""
+    return "/work" if gateway.sandbox_mode == "bubblewrap" else str(work_dir)
 
 
 def scope_for(

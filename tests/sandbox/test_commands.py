@@ -19,6 +19,7 @@ from agentloom.sandbox import (
     ExecCommand,
     SandboxError,
     SandboxScope,
+    sandbox_identity,
 )
 
 
@@ -98,9 +99,11 @@ async def test_writing_work_works_and_files_are_owned_by_the_mapped_uid(
     result = await run_command(gateway, handle, ExecCommand(argv=("/bin/sh", "-c", script)))
     inside_owner, inside_uid = text(result).split()
     assert inside_owner == "65534:65534" and inside_uid == "65534"
-    # uid 65534 in the sandbox is the launcher's own uid on the host (bubblewrap's mapping)
+    # uid 65534 in the sandbox is the launcher's uid on the host (bubblewrap's mapping):
+    # the runtime's own, or, when the runtime is root, the sandbox uid — never root.
     st = (work_dir / "new").stat()
-    assert (st.st_uid, st.st_gid) == (os.getuid(), os.getgid())
+    expected = sandbox_identity() or (os.getuid(), os.getgid())
+    assert (st.st_uid, st.st_gid) == expected and st.st_uid != 0
     assert (work_dir / "new").read_text() == "hi\n"
 
 

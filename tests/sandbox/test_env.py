@@ -7,25 +7,29 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.sandbox.conftest import require_bwrap, run_command, scope_for, text
+from tests.sandbox.conftest import require_bwrap, require_landlock, run_command, scope_for, text
 
 from agentloom.errors import ConfigError
 from agentloom.sandbox import (
     BubblewrapGateway,
     EnvironmentPolicy,
     ExecCommand,
+    LandlockGateway,
     SandboxError,
     UnsandboxedGateway,
     build_environment,
 )
 
 
-@pytest.fixture(params=["bubblewrap", "unsandboxed"])
+@pytest.fixture(params=["bubblewrap", "landlock", "unsandboxed"])
 def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
-    def factory(policy: EnvironmentPolicy) -> BubblewrapGateway | UnsandboxedGateway:
+    def factory(policy: EnvironmentPolicy) -> BubblewrapGateway | LandlockGateway | UnsandboxedGateway:
         if request.param == "bubblewrap":
             require_bwrap()
             return BubblewrapGateway(policy, output_dir=tmp_path / "out")
+        if request.param == "landlock":
+            require_landlock()
+            return LandlockGateway(policy, output_dir=tmp_path / "out")
         return UnsandboxedGateway(policy, output_dir=tmp_path / "out")
 
     yield factory
@@ -42,11 +46,15 @@ def host_secret() -> Iterator[str]:
 
 def names(output: str) -> set[str]:
     """Variable names, without the PWD bubblewrap sets after ``--chdir`` (it is the
-    sandbox cwd, checked separately, not anything of the host's)."""
+    sandbox cwd, checked separately, not anything of the host's) and the TMPDIR Landlock
+    sets (the command's private temporary folder, since ``/tmp`` is closed to it)."""
     found = {line.split("=", 1)[0] for line in output.splitlines() if "=" in line}
     if "PWD" in found:
         assert "PWD=/work" in output.splitlines()
-    return found - {"PWD"}
+    if "TMPDIR" in found:
+        tmpdir = next(line for line in output.splitlines() if line.startswith("TMPDIR="))
+        assert "/spool-" in tmpdir and "/tmp-" in tmpdir  # the gateway's own, not the host's
+    return found - {"PWD", "TMPDIR"}
 
 
 async def test_f03_absent_env_is_empty_env(make, work_dir: Path, host_secret: str) -> None:  # type: ignore[no-untyped-def]

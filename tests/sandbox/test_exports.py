@@ -16,7 +16,11 @@ EXPECTED = {
     "ExecutionState",
     "ExecutionStatus",
     "HookOwner",
+    "LandlockGateway",
     "RevocationReceipt",
+    "SANDBOX_GID",
+    "SANDBOX_UID",
+    "SandboxBackend",
     "SandboxError",
     "SandboxGateway",
     "SandboxHandle",
@@ -25,7 +29,10 @@ EXPECTED = {
     "StreamCapture",
     "UnsandboxedGateway",
     "build_environment",
+    "landlock_available",
     "make_gateway",
+    "reclaim_spools",
+    "sandbox_identity",
 }
 
 

@@ -1,6 +1,6 @@
-"""Escape probes (research plan G3): every probe runs once under the bubblewrap gateway,
-where it must fail, and once unconfined on the host as a control, where it must succeed,
-which proves the probe would notice the escape.
+"""Escape probes (research plan G3): every probe runs under each confining backend
+(bubblewrap and Landlock), where it must fail, and once unconfined on the host as a
+control, where it must succeed, which proves the probe would notice the escape.
 
 Escapes are judged from the host wherever the host can see them: canary files, listener
 accept queues, the process table, a sysctl's value, an inode's ctime, a victim's pending
@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
-from tests.sandbox.conftest import kill_all, processes_with, run_command, scope_for, text
+from tests.sandbox.conftest import kill_all, processes_with, run_command, sandbox_path, scope_for, text
 
-from agentloom.sandbox import BubblewrapGateway, ExecCommand
+from agentloom.sandbox import BubblewrapGateway, ExecCommand, LandlockGateway
 
 Mode = Literal["sandbox", "control"]
 START = "PROBE_START"
@@ -64,12 +64,13 @@ class Ctx:
     abstract_name: str
     unix: socket.socket
     unix_path: Path
+    sandbox_work: str = "/work"  # the work folder as a confined command sees it
     cleanups: list[Callable[[], None]] = field(default_factory=list)
     notes: dict[str, int] = field(default_factory=dict)
 
     def w(self, mode: Mode) -> str:
         """The work folder as the probe sees it."""
-        return "/work" if mode == "sandbox" else str(self.work_dir)
+        return self.sandbox_work if mode == "sandbox" else str(self.work_dir)
 
     def sleep_token(self) -> str:
         return f"600.{self.token_digits}"
@@ -504,8 +505,9 @@ def _prepare(probe: Probe, ctx: Ctx) -> None:
 
 @pytest.mark.parametrize("probe", PROBES, ids=str)
 async def test_probe_is_contained_by_the_sandbox(
-    probe: Probe, ctx: Ctx, shell_gateway: BubblewrapGateway
+    probe: Probe, ctx: Ctx, shell_gateway: BubblewrapGateway | LandlockGateway
 ) -> None:
+    ctx.sandbox_work = sandbox_path(shell_gateway, ctx.work_dir)
     _prepare(probe, ctx)
     script = probe.script(ctx, "sandbox")
     handle = await shell_gateway.ensure(scope_for(ctx.work_dir), None, 1)
@@ -521,7 +523,7 @@ async def test_probe_is_contained_by_the_sandbox(
     if PY_START in script:
         assert PY_START in outcome.stdout, outcome.stderr  # ... and its tool works in the sandbox
     assert not probe.escaped(ctx, outcome), f"{probe.name} escaped the sandbox: {outcome}"
-    assert result.sandboxed and result.sandbox_mode == "bubblewrap"
+    assert result.sandboxed and result.sandbox_mode == shell_gateway.sandbox_mode
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=str)

@@ -1,5 +1,6 @@
 """Revocation (000 §7.2): executions are tracked per (run, lease epoch); revoking kills
-every process of the run up to that epoch, waits until they are gone, and says so."""
+every process of the run up to that epoch, waits until they are gone, and says so — under
+each confining backend."""
 
 from __future__ import annotations
 
@@ -8,15 +9,22 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.sandbox.conftest import OWNER, processes_with, require_bwrap, run_command, scope_for
+from tests.sandbox.conftest import OWNER, confined_gateway, processes_with, run_command, scope_for, searchable
 
-from agentloom.sandbox import BubblewrapGateway, EnvironmentPolicy, ExecCommand, HookOwner, SandboxError
+from agentloom.sandbox import (
+    BubblewrapGateway,
+    EnvironmentPolicy,
+    ExecCommand,
+    HookOwner,
+    LandlockGateway,
+    SandboxError,
+)
 
 
 @pytest.fixture
-def gateway(tmp_path: Path) -> BubblewrapGateway:
-    require_bwrap()
-    return BubblewrapGateway(EnvironmentPolicy(), output_dir=tmp_path / "out")
+def gateway(backend: str, tmp_path: Path) -> BubblewrapGateway | LandlockGateway:
+    searchable(tmp_path)
+    return confined_gateway(backend, EnvironmentPolicy(), tmp_path / "out")
 
 
 def long_command(token: str) -> ExecCommand:

@@ -9,8 +9,8 @@
 Everything a configuration names is resolved *here*, before any run starts: each agent's model
 (``config.build.model_source``), its tools (built-in names plus the ``module:attr`` SDK tools),
 its executors, retry policy, limits, instructions and context window; the hooks and the Python
-functions they name; the workspace root; the store. A bad reference is a ``ConfigError`` naming
-its key, never a failure in the middle of a run.
+functions they name; the workspace root; the sandbox backend and policy; the store. A bad
+reference is a ``ConfigError`` naming its key, never a failure in the middle of a run.
 
 The config file's folder is put first on ``sys.path`` (as Python does for a script's folder)
 and stays there: ``module:function`` hooks and ``module:attr`` tools written beside the config
@@ -28,8 +28,9 @@ from agentloom.agent.spec import AgentSpec, Limits
 from agentloom.config import Config
 from agentloom.config.build import agent_tools, hook_functions, hook_specs, model_source, retry_policy
 from agentloom.config.model import ConnectionModelChoice
+from agentloom.sandbox.ports import EnvironmentPolicy, SandboxBackend
 
-__all__ = ["STORE_ENV", "agent_specs", "runtime_from_config", "store_url_for"]
+__all__ = ["STORE_ENV", "agent_specs", "environment_policy", "runtime_from_config", "store_url_for"]
 
 STORE_ENV = "AGENTLOOM_STORE"
 """The environment variable naming the store URL when ``store`` is not given."""
@@ -75,28 +76,37 @@ def agent_specs(config: Config) -> list[AgentSpec]:
     return specs
 
 
+def environment_policy(config: Config) -> EnvironmentPolicy:
+    """The sandbox policy of ``sandbox:`` (env allow-list, egress, shell, timeout, rlimits);
+    what the key leaves out keeps ``EnvironmentPolicy``'s default."""
+    sandbox = config.sandbox
+    return EnvironmentPolicy(
+        env=sandbox.env, egress=sandbox.egress, allow_shell=sandbox.allow_shell,
+        default_timeout_s=sandbox.timeout_s, max_processes=sandbox.max_processes,
+        max_file_bytes=sandbox.max_file_bytes, max_cpu_s=sandbox.max_cpu_s)
+
+
 def runtime_from_config(
-    config: Config, *, store: str | None = None, allow_unsandboxed: bool | None = None
+    config: Config, *, store: str | None = None, sandbox_backend: SandboxBackend | None = None
 ) -> Runtime:
     """The runtime a configuration describes.
 
     ``store`` overrides the store URL (see ``store_url_for``); the default SQLite file's
-    ``.agentloom/`` folder is created. ``allow_unsandboxed`` overrides ``sandbox.allow_unsandboxed``.
+    ``.agentloom/`` folder is created. ``sandbox_backend`` overrides ``sandbox.backend``.
 
     Raises:
         ConfigError: anything the configuration names cannot be resolved (the message names
             the key), or the store URL is not supported.
     """
     _importable(config.base_dir)
-    url = store_url_for(config, store)
-    if url.startswith("sqlite:///"):
-        Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-    unsandboxed = config.sandbox.allow_unsandboxed if allow_unsandboxed is None else allow_unsandboxed
+    url = store_url_for(config, store)  # the SQLite store makes its own folders (0711)
     specs = agent_specs(config)
     hooks = hook_specs(config)
     functions = hook_functions(config)
     return Runtime(specs, store=url, hooks=hooks, hook_functions=functions,
-                   workspace_root=config.workspace_root(), allow_unsandboxed=unsandboxed)
+                   workspace_root=config.workspace_root(),
+                   sandbox_backend=sandbox_backend or config.sandbox.backend,
+                   sandbox_policy=environment_policy(config))
 
 
 def _importable(folder: Path) -> None:

@@ -49,6 +49,8 @@ from agentloom.pipeline.cancel import CancelToken
 from agentloom.pipeline.context import InvocationContext
 from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
 from agentloom.refs import OwnerRef
+from agentloom.sandbox import EnvironmentPolicy
+from agentloom.sandbox.ports import SandboxBackend
 from agentloom.store import Put, Store, WriteSet
 from agentloom.store.ports import Fence
 
@@ -67,11 +69,16 @@ class RunError(AgentLoomError):
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
+    """A finished run. ``revocation_confirmed`` is false when the sandbox could not confirm
+    that every command of the run is gone (they may still be running); it is not part of
+    ``to_dict``."""
+
     run_id: str
     status: str
     output: str | None = None
     error: OperationError | None = None
     steps: int = 0
+    revocation_confirmed: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "status": self.status, "output": self.output,
@@ -153,9 +160,14 @@ class Runtime:
         hooks: Sequence[HookSpec] = (),
         hook_functions: Mapping[str, Callable[..., Any]] | None = None,
         workspace_root: Path | str = DEFAULT_WORKSPACE_ROOT,
-        allow_unsandboxed: bool = True,
+        sandbox_backend: SandboxBackend = "auto",
+        sandbox_policy: EnvironmentPolicy | None = None,
         space_id: str = "default",
     ) -> None:
+        """``sandbox_backend`` picks the sandbox ``exec`` runs in (``auto``: bubblewrap, else
+        Landlock, else ``exec`` fails with ``SANDBOX_UNAVAILABLE``; ``none``: unconfined) and
+        is recorded on every run; ``sandbox_policy`` is what commands may see and use
+        (default ``EnvironmentPolicy()``: empty environment, no network, no shell)."""
         if not agents:
             raise ConfigError("a runtime needs at least one agent")
         self.agents = {a.name: a for a in agents}
@@ -168,7 +180,8 @@ class Runtime:
                                       f"is not defined; agents: {sorted(self.agents)}")
         self.space_id = space_id
         self.kernel = Kernel(store, hooks=hooks, hook_functions=hook_functions,
-                             workspace_root=workspace_root, allow_unsandboxed=allow_unsandboxed)
+                             workspace_root=workspace_root, sandbox=sandbox_policy,
+                             sandbox_backend=sandbox_backend)
         self.store = self.kernel.store
         self.store_url = store if isinstance(store, str) else getattr(store, "url", None)
         for agent in agents:
@@ -223,7 +236,8 @@ class Runtime:
         data = {"agent": agent, "task": task, "release_id": self.release_id,
                 "catalog_version": self.catalog_version,
                 "deadline": deadline, "session_id": session,
-                "session_seen": view.seen if view else None}
+                "session_seen": view.seen if view else None,
+                "sandbox_backend": self.kernel.environment.sandbox_backend}
         lease = await self.kernel.start_run(run_id=run_id, data=data, owner=owner,
                                             session_id=session, lease_ttl_s=LEASE_TTL_S)
         data["owner"] = owner.to_dict()
@@ -263,9 +277,11 @@ class Runtime:
         Returns the handles of the runs it took, and ``(run_id, why)`` for the interrupted
         runs it left: started with another configuration (``RELEASE_CHANGED``), or claimed by
         someone else meanwhile (``LEASE_HELD``). A run a live process drives is never taken.
+        The output spools of runtimes that died are deleted first.
         """
         taken: list[RunHandle] = []
         left: list[tuple[str, str]] = []
+        self.kernel.environment.reclaim_spools()  # output left by runtimes that died
         now = time.time()
         for row in self.store.query("runs", {"status": "running"}, order_by=("created_at",)):
             run_id = row["run_id"]
@@ -403,9 +419,10 @@ class Runtime:
         else:
             raise RunError(f"run {lease.run_id}: could not record its session turn",
                            code="SESSION_TURN_CONFLICT")
-        await self.kernel.environment.end_run(lease.run_id, lease.lease_epoch)
+        environment = self.kernel.environment
+        await environment.end_run(lease.run_id, lease.lease_epoch)
         return RunResult(lease.run_id, outcome.status, outcome.output, outcome.error,
-                         outcome.steps)
+                         outcome.steps, environment.revocation_confirmed(lease.run_id))
 
     def _finished(self, row: dict[str, Any]) -> _Live:
         data = row["data"]

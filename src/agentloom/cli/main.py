@@ -24,7 +24,14 @@ from agentloom.cli import render
 from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, UsageFailure
 from agentloom.cli.jsonl import append_jsonl
 from agentloom.cli.live import drive, run_sync
-from agentloom.cli.output import print_json, reported, setup_logging, stderr_console, stdout_console
+from agentloom.cli.output import (
+    print_json,
+    reported,
+    setup_logging,
+    stderr_console,
+    stdout_console,
+    warn_unconfirmed,
+)
 from agentloom.cli.scaffold import scaffold
 from agentloom.cli.stores import open_existing_store, resolve_store_url
 from agentloom.cli.views import run_detail, run_summaries
@@ -76,6 +83,7 @@ def _default_agent(config: Config, agent: str | None) -> str:
 
 def _finish(result: RunResult, agent: str | None, as_json: bool, store_url: str | None = None
             ) -> None:
+    warn_unconfirmed(result)
     if as_json:
         print_json({**result.to_dict(), "agent": agent})
     else:
@@ -248,6 +256,7 @@ def worker(
         out = stdout_console()
 
         def finished(result: RunResult) -> None:
+            warn_unconfirmed(result)
             if not as_json:
                 out.print(f"run {result.run_id}: {result.status}"
                           + (f" — {result.output}" if result.output else ""),

@@ -11,18 +11,19 @@ import json
 import logging
 import sys
 from collections.abc import Iterator
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from agentloom.agent import RunError
+from agentloom.agent import RunError, RunResult
 from agentloom.cli.errors import EXIT_FAILED, EXIT_USAGE, CliFailure
 from agentloom.cli.jsonl import JsonlCorrupt
 from agentloom.errors import AgentLoomError, ConfigError
 
-__all__ = ["fail", "print_json", "reported", "setup_logging", "stderr_console", "stdout_console"]
+__all__ = ["fail", "print_json", "reported", "setup_logging", "stderr_console", "stdout_console",
+           "warn_unconfirmed"]
 
 PIPE_WIDTH = 200  # rich's 80 columns off a terminal would squeeze tables in logs and pipes
 
@@ -68,11 +69,37 @@ def fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
+def warn_unconfirmed(result: RunResult) -> None:
+    """One line on stderr when the sandbox could not confirm that the run's commands are gone
+    (printed after the live table, never inside it); nothing when it could."""
+    if not result.revocation_confirmed:
+        stderr_console().print(f"warning: commands of run {result.run_id} may still be running "
+                               "(their end could not be confirmed)", highlight=False, markup=False,
+                               soft_wrap=True)
+
+
+class _StderrHandler(logging.StreamHandler[TextIO]):
+    """Writes to ``sys.stderr`` as it is when a record comes, not as it was at set-up: while
+    the live view runs on a terminal, rich redirects it, and the record is printed above
+    the table instead of into it."""
+
+    def __init__(self) -> None:
+        logging.Handler.__init__(self)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:  # StreamHandler.setStream; the current one wins
+        pass
+
+
 def setup_logging() -> None:
-    """Warnings (e.g. an unsandboxed exec) on stderr, never on stdout."""
+    """Warnings on stderr, never on stdout."""
     root = logging.getLogger()
     if not root.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("agentloom: %(levelname)s: %(message)s"))
         root.addHandler(handler)
         root.setLevel(logging.WARNING)

@@ -174,7 +174,8 @@ def print_run_detail(console: Console, run: dict[str, Any]) -> None:
     for label, value in (("agent", run["agent"]), ("task", run["task"]),
                          ("created", _when(run["created_at"])),
                          ("updated", _when(run["updated_at"])), ("steps", run["steps"]),
-                         ("session", run["session_id"]), ("output", run["output"])):
+                         ("session", run["session_id"]), ("sandbox", run["sandbox_backend"]),
+                         ("output", run["output"])):
         if value is not None:
             console.print(Text(f"  {label}: {_short(value)}"), highlight=False)
     if run["error"]:

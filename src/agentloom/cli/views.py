@@ -1,6 +1,7 @@
 """What the ``runs`` commands show, as plain JSON-ready data read from the store.
 
-``run_detail`` is the shape of ``agentloom runs show --json``: the run and one entry per
+``run_detail`` is the shape of ``agentloom runs show --json``: the run (with the
+``sandbox_backend`` it was started with; null for a run recorded before it was) and one entry per
 operation — its status in the spec's vocabulary, every Attempt (``attempts`` table), every hook
 run (``hook_invocations`` table), the arguments the model proposed beside the ones that were
 executed, and the raw result beside the effective one. Rows are decoded with
@@ -51,6 +52,7 @@ def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
         "task": data.get("task"),
         "session_id": data.get("session_id"),
         "release_id": data.get("release_id"),
+        "sandbox_backend": data.get("sandbox_backend"),
         "created_at": row["created_at"],
         "updated_at": row["updated_at"],
         "lease_epoch": row["lease_epoch"],

@@ -2,7 +2,9 @@
 
 ``Problem`` is one such line; ``config_error`` joins them into one ``ConfigError``;
 ``validation_problems`` turns a pydantic ``ValidationError`` into problems phrased for a
-person editing YAML (the key path, the allowed keys, the expected value, what was given).
+person editing YAML (the key path, the allowed keys, the expected value, what was given). A
+model may list ``removed_keys`` (``ClassVar``: key → what to write instead); such a key is
+reported with that message rather than as unknown.
 """
 
 from __future__ import annotations
@@ -115,6 +117,9 @@ def _message(error: ErrorDetails, root: type[BaseModel], tags: Mapping[str, type
     loc = tuple(error["loc"])
     if kind == "extra_forbidden":
         model = _model_at(root, loc[:-1], tags)
+        removed: Mapping[str, str] = getattr(model, "removed_keys", {})
+        if loc[-1] in removed:  # a key an earlier release read: say what replaced it
+            return removed[str(loc[-1])]
         allowed = sorted(model.model_fields) if model is not None else []
         where = key_path(_untagged(loc[:-1], tags)) if len(loc) > 1 else "the top level"
         return (f"unknown key {loc[-1]!r}; {did_you_mean(str(loc[-1]), allowed)}"

@@ -52,6 +52,7 @@ __all__ = [
     "LimitsConfig",
     "ModelChoice",
     "RetryConfig",
+    "SandboxBackendName",
     "SandboxConfig",
     "ScriptModelChoice",
     "TestModelChoice",
@@ -259,8 +260,48 @@ class WorkspaceConfig(_Strict):
     root: str = Field(default=DEFAULT_WORKSPACE_ROOT, min_length=1)
 
 
+SandboxBackendName = Literal["auto", "bubblewrap", "landlock", "none"]
+"""``sandbox.backend``; the same names as ``agentloom.sandbox.ports.SandboxBackend``."""
+
+
 class SandboxConfig(_Strict):
-    allow_unsandboxed: StrictBool = True
+    """How ``exec`` runs commands (docs/config.md#sandbox); the runtime builds the sandbox's
+    ``EnvironmentPolicy`` from it (``agent.configured.environment_policy``).
+
+    ``backend``: ``auto`` (default) is bubblewrap, else Landlock, else ``exec`` is refused
+    (``SANDBOX_UNAVAILABLE``); ``none`` runs commands unconfined and must be written.
+    ``runtime_from_config(sandbox_backend=…)`` overrides it. ``env`` is the complete
+    environment a command sees besides ``PATH`` (default: empty, nothing from the host);
+    ``egress`` (default false) lets commands reach the network; ``allow_shell`` (default
+    false) lets the model send ``shell_script``; ``timeout_s`` (default 10) is a command's
+    timeout when the call sets none. ``max_processes`` (512), ``max_file_bytes`` (1 GiB) and
+    ``max_cpu_s`` (3600) are the rlimits set on every command (not with ``backend: none``).
+    """
+
+    removed_keys: ClassVar[Mapping[str, str]] = {
+        "allow_unsandboxed": "was removed; write `sandbox: {backend: none}` to run commands "
+        "unconfined (not recommended), or leave it out to use bubblewrap / Landlock",
+    }
+
+    backend: SandboxBackendName = "auto"
+    env: dict[str, str] = Field(default_factory=dict)
+    egress: StrictBool = False
+    allow_shell: StrictBool = False
+    timeout_s: StrictFloat = Field(default=10.0, gt=0)
+    max_processes: StrictInt = Field(default=512, ge=1)
+    max_file_bytes: StrictInt = Field(default=1 << 30, ge=1)
+    max_cpu_s: StrictInt = Field(default=3600, ge=1)
+
+    @field_validator("env")
+    @classmethod
+    def _variables(cls, env: dict[str, str]) -> dict[str, str]:
+        for name, value in env.items():
+            if not _ENV.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name (letters, digits "
+                                 "and '_', not starting with a digit); rename it")
+            if "\0" in value:
+                raise ValueError(f"the value of {name} holds a NUL character; remove it")
+        return env
 
 
 class Config(_Strict):

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from agentloom.ids import new_id
 from agentloom.sandbox._execution import Execution, ExecutionHandleImpl
+from agentloom.sandbox._launcher import Confinement
+from agentloom.sandbox._spool import SpoolDir
 from agentloom.sandbox._supervisor import CONFIRM_TIMEOUT_S, Launch, start
 from agentloom.sandbox.env import build_environment, is_stripped
 from agentloom.sandbox.errors import (
@@ -57,8 +59,12 @@ class ProcessGateway:
 
     def __init__(self, policy: EnvironmentPolicy, *, output_dir: Path) -> None:
         self._policy = policy
+        #: The (uid, gid) commands run as, when the runtime is root (set by the adapter).
+        self._identity: tuple[int, int] | None = None
         self._output_dir = Path(output_dir).absolute()
-        self._output_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # This gateway's own spool folder, locked for its life; orphans of dead runtimes go.
+        self._spool = SpoolDir.create(self._output_dir)
+        self._spool_dir = self._spool.path
         self._lock = threading.Lock()
         self._executions: OrderedDict[str, Execution] = OrderedDict()
         self._unconfirmed: dict[str, Execution] = {}  # finished but not provably gone
@@ -68,6 +74,11 @@ class ProcessGateway:
         configured = sorted(name for name in policy.env if is_stripped(name))
         if configured:
             log.warning("sandbox policy lists variables that are never set: %s", ", ".join(configured))
+
+    @property
+    def _command_uid(self) -> int:
+        """The host uid commands run as."""
+        return os.geteuid() if self._identity is None else self._identity[0]
 
     @property
     def sandbox_mode(self) -> SandboxMode:
@@ -88,7 +99,7 @@ class ProcessGateway:
                 f"the {self.mode} gateway runs the host's runtime; image_digest must be None",
                 phase="ensure",
             )
-        await asyncio.to_thread(_check_scope, scope_ref)
+        await asyncio.to_thread(_check_scope, scope_ref, self._identity)
         run_id = scope_ref.run_id
         with self._lock:
             self._check_epoch(run_id, lease_epoch)
@@ -184,16 +195,11 @@ class ProcessGateway:
         running = [e for e in targets if e.kill("revoked")]
         all_done = await _wait_done(targets, CONFIRM_TIMEOUT_S + 5.0)
         killed = sum(1 for e in running if e.result is not None and e.result.killed_by_revoke)
-        if self.mode == "bubblewrap":
-            confirmed = all_done and all(e.recheck_confirmed() for e in targets)
-        else:
-            confirmed = not ran  # nothing ever ran, so nothing can be left
+        confirmed = not ran or (all_done and all(e.recheck_confirmed() for e in targets))
         with self._lock:
             for e in targets:
                 if e.confirmed:
                     self._unconfirmed.pop(e.execution_id, None)
-        if not confirmed:
-            log.error("sandbox: revocation of run %s up to epoch %d is not confirmed", run_id, lease_epoch)
         return RevocationReceipt(
             run_id=run_id, lease_epoch=lease_epoch, killed=killed, confirmed=confirmed, at=time.time()
         )
@@ -218,6 +224,11 @@ class ProcessGateway:
         env: dict[str, str],
         cwd: str | None,
         info_fd: bool,
+        confinement: Confinement | None = None,
+        pass_fds: tuple[int, ...] = (),
+        identity: tuple[int, int] | None = None,
+        rlimits: tuple[tuple[int, int], ...] = (),
+        cleanup: Callable[[], None] | None = None,
     ) -> Launch:
         return Launch(
             argv_for=argv_for,
@@ -226,7 +237,12 @@ class ProcessGateway:
             info_fd=info_fd,
             preview_bytes=self._policy.max_preview_bytes,
             spool_bytes=self._policy.max_spool_bytes,
-            spool_dir=self._output_dir,
+            spool_dir=self._spool_dir,
+            confinement=confinement,
+            pass_fds=pass_fds,
+            identity=identity,
+            rlimits=rlimits,
+            cleanup=cleanup,
         )
 
     def _check_epoch(self, run_id: str, lease_epoch: int) -> None:
@@ -245,13 +261,17 @@ class ProcessGateway:
             finished = [k for k, e in self._executions.items() if e.done.is_set()]
             for key in finished[: max(0, len(finished) - HISTORY)]:
                 execution = self._executions.pop(key)
-                if self.mode == "bubblewrap" and not execution.confirmed and execution.result is not None:
+                if not execution.confirmed and execution.result is not None:
                     self._unconfirmed[key] = execution
 
 
-def _check_scope(scope: SandboxScope) -> None:
+def _check_scope(scope: SandboxScope, identity: tuple[int, int] | None) -> None:
     if not scope.work_dir.is_dir():
         raise SandboxError(SCOPE_INVALID, f"work_dir {scope.work_dir} is not a directory", phase="ensure")
+    if identity is not None and os.stat(scope.work_dir).st_uid == 0:
+        # A root-owned work folder is handed to the sandbox uid, which is who writes in it.
+        os.chown(scope.work_dir, *identity)
+        os.chmod(scope.work_dir, 0o700)
     for host, target in scope.readonly_mounts:
         if not os.path.exists(host):
             raise SandboxError(SCOPE_INVALID, f"mount source for {target} does not exist", phase="ensure")

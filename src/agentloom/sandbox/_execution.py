@@ -1,9 +1,10 @@
 """The gateway's record of one execution: its lock, kill, status and waiters.
 
-Killing is always ``killpg(SIGKILL)`` on the launcher's process group (it is started
-with ``start_new_session``) plus, for bubblewrap, ``SIGKILL`` to the sandbox's init
-through a pidfd. Both happen under the execution's lock and only while the launcher is
-not reaped, so a recycled process-group id is never signalled.
+Killing a bubblewrap execution is ``killpg(SIGKILL)`` on the launcher's process group
+(it is started with ``start_new_session``) plus ``SIGKILL`` to the sandbox's init through
+a pidfd; killing a reaper-run execution (Landlock, ``none``) is a request on its control
+pipe, after which the reaper kills its whole subtree. Both happen under the execution's
+lock and only while the launcher is not reaped, so a recycled id is never signalled.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 import time
 from typing import Literal
 
+from agentloom.sandbox._launcher import ReaperProcess
 from agentloom.sandbox.ports import (
     ExecutionOwnerRef,
     ExecutionResult,
@@ -27,6 +29,8 @@ from agentloom.sandbox.ports import (
 )
 
 KillReason = Literal["timeout", "terminated", "revoked"]
+#: What runs an execution: bubblewrap or a command under ``Popen``, or a reaper.
+Launched = subprocess.Popen[bytes] | ReaperProcess
 
 
 class Execution:
@@ -52,12 +56,13 @@ class Execution:
         self.env_stripped = env_stripped
         self.started_at = time.time()
         self.lock = threading.Lock()
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: Launched | None = None
         self.reaped = False
         self.ready = False  # the launcher reported what must die for the execution to be gone
         self.kill_reason: KillReason | None = None
         self.kill_requested = 0.0
         self.kill_sent = False
+        self.kill_sent_at = 0.0
         self.wake_r, self.wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self.confirmed = False
         self.inner_pidfd: int | None = None
@@ -91,11 +96,15 @@ class Execution:
 
     def send_kill_locked(self) -> None:
         if self.proc is not None and not self.reaped:
-            # The launcher first, so its status is "killed" rather than its child's 137.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.kill_inner_locked()
+            if isinstance(self.proc, ReaperProcess):
+                self.proc.request_kill()  # the reaper kills its whole subtree
+            else:
+                # The launcher first, so its status is "killed" rather than its child's 137.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.kill_inner_locked()
             self.kill_sent = True
+            self.kill_sent_at = time.monotonic()
 
     def kill_inner_locked(self) -> None:
         """SIGKILL the sandbox's init directly: that empties its PID namespace. The

@@ -24,7 +24,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentloom.sandbox._execution import Execution, close_fd, readable
+from agentloom.sandbox._execution import Execution, Launched, close_fd, readable
+from agentloom.sandbox._launcher import Confinement, ReaperProcess, spawn
+from agentloom.sandbox._limits import apply_rlimits
 from agentloom.sandbox.output import StreamCapture, enlarge_pipe
 from agentloom.sandbox.ports import (
     ExecutionResult,
@@ -59,6 +61,16 @@ class Launch:
     preview_bytes: int
     spool_bytes: int
     spool_dir: Path
+    #: Set: start through a reaper (``_launcher``) that applies it; else ``Popen``.
+    confinement: Confinement | None = None
+    #: ``Popen`` only: fds passed to the launcher (their numbers are in the argv); closed
+    #: here once it is spawned. ``identity`` the (uid, gid) it starts as, ``rlimits`` set
+    #: in the child before exec.
+    pass_fds: tuple[int, ...] = ()
+    identity: tuple[int, int] | None = None
+    rlimits: tuple[tuple[int, int], ...] = ()
+    #: Run once the execution has ended (e.g. remove its private temporary folder).
+    cleanup: Callable[[], None] | None = None
 
 
 def start(execution: Execution, launch: Launch) -> Future[None]:
@@ -82,6 +94,9 @@ def _supervise(ex: Execution, launch: Launch, spawned: Future[None]) -> None:
     try:
         proc, captures, drains, info_r = _spawn(ex, launch)
     except BaseException as exc:
+        if launch.cleanup is not None:
+            with contextlib.suppress(OSError):
+                launch.cleanup()
         ex.finish(None)
         spawned.set_exception(exc)
         return
@@ -107,42 +122,62 @@ def _supervise(ex: Execution, launch: Launch, spawned: Future[None]) -> None:
         _read_info(ex, info_r, block=False)
         close_fd(info_r)
     _confirm(ex, proc)
-    grace = DRAIN_GRACE_S if ex.mode == "bubblewrap" else UNSANDBOXED_DRAIN_GRACE_S
+    grace = DRAIN_GRACE_S if ex.confirmed or ex.mode == "bubblewrap" else UNSANDBOXED_DRAIN_GRACE_S
     for capture in captures:
         if not capture.wait(grace):
             log.warning("sandbox %s: a stream stayed open after its processes ended", ex.execution_id)
             capture.stop()
     for thread in drains:
         thread.join()
+    if launch.cleanup is not None:
+        try:
+            launch.cleanup()
+        except OSError as exc:
+            log.warning("sandbox %s: cleanup failed: %s", ex.execution_id, exc)
     ex.finish(_result(ex, proc, captures, duration))
+
+
+def _start(launch: Launch, out_w: int, err_w: int, info_w: int | None) -> Launched:
+    if launch.confinement is not None:
+        assert launch.cwd is not None
+        return spawn(launch.argv_for(None), env=launch.env, cwd=launch.cwd, stdout_fd=out_w,
+                     stderr_fd=err_w, confinement=launch.confinement)
+    rlimits = launch.rlimits
+    uid, gid = launch.identity if launch.identity is not None else (None, None)
+    return subprocess.Popen(
+        launch.argv_for(info_w),
+        stdin=subprocess.DEVNULL,
+        stdout=out_w,
+        stderr=err_w,
+        env=launch.env,
+        cwd=launch.cwd,
+        close_fds=True,
+        pass_fds=(() if info_w is None else (info_w,)) + launch.pass_fds,
+        start_new_session=True,
+        user=uid,
+        group=gid,
+        extra_groups=None if uid is None else [],
+        # Only setrlimit between fork and exec: no lock, no import, no allocation of note.
+        preexec_fn=(lambda: apply_rlimits(rlimits)) if rlimits else None,
+    )
 
 
 def _spawn(
     ex: Execution, launch: Launch
-) -> tuple[subprocess.Popen[bytes], list[StreamCapture], list[threading.Thread], int | None]:
+) -> tuple[Launched, list[StreamCapture], list[threading.Thread], int | None]:
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
     info_r, info_w = os.pipe2(os.O_CLOEXEC) if launch.info_fd else (None, None)
     for fd in (out_r, err_r):
         enlarge_pipe(fd)
     try:
-        proc = subprocess.Popen(
-            launch.argv_for(info_w),
-            stdin=subprocess.DEVNULL,
-            stdout=out_w,
-            stderr=err_w,
-            env=launch.env,
-            cwd=launch.cwd,
-            close_fds=True,
-            pass_fds=() if info_w is None else (info_w,),
-            start_new_session=True,
-        )
+        proc = _start(launch, out_w, err_w, info_w)
     except BaseException:
         for unused in (out_r, err_r, info_r):
             close_fd(unused)
         raise
     finally:
-        for write_end in (out_w, err_w, info_w):
+        for write_end in (out_w, err_w, info_w, *launch.pass_fds):
             close_fd(write_end)
     with ex.lock:
         ex.proc = proc
@@ -164,9 +199,7 @@ def _spawn(
     return proc, captures, drains, info_r
 
 
-def _wait_for_leader(
-    ex: Execution, proc: subprocess.Popen[bytes], info_r: int | None, deadline: float
-) -> None:
+def _wait_for_leader(ex: Execution, proc: Launched, info_r: int | None, deadline: float) -> None:
     pidfd = os.pidfd_open(proc.pid)
     try:
         poller = select.poll()
@@ -182,7 +215,14 @@ def _wait_for_leader(
                 overdue = ex.ready or now >= ex.kill_requested + READY_GRACE_S
                 if ex.kill_reason is not None and not ex.kill_sent and overdue:
                     ex.send_kill_locked()
-                if ex.kill_sent:
+                if ex.kill_sent and isinstance(proc, ReaperProcess):
+                    # The reaper kills the tree itself; SIGKILL it if it does not end.
+                    hard_kill_at = ex.kill_sent_at + CONFIRM_TIMEOUT_S
+                    if now >= hard_kill_at:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(proc.pid, signal.SIGKILL)
+                    wait_until = max(hard_kill_at, now + 0.05)
+                elif ex.kill_sent:
                     wait_until = None
                 elif ex.kill_reason is not None:
                     wait_until = ex.kill_requested + READY_GRACE_S
@@ -238,8 +278,12 @@ def _read_info(ex: Execution, fd: int, *, block: bool) -> bool:
     return done
 
 
-def _confirm(ex: Execution, proc: subprocess.Popen[bytes]) -> None:
+def _confirm(ex: Execution, proc: Launched) -> None:
     """Decide whether every process of the execution is provably gone."""
+    if isinstance(proc, ReaperProcess):
+        # A reaper exits by itself only once its subtree is empty; killed, it proves nothing.
+        ex.confirmed = proc.returncode is not None and proc.returncode >= 0
+        return
     if ex.mode != "bubblewrap":
         ex.confirmed = False  # setsid / double-fork escapes are invisible without a PID namespace
         return
@@ -263,12 +307,12 @@ def _confirm(ex: Execution, proc: subprocess.Popen[bytes]) -> None:
         )
 
 
-def _result(
-    ex: Execution, proc: subprocess.Popen[bytes], captures: list[StreamCapture], duration: float
-) -> ExecutionResult:
+def _result(ex: Execution, proc: Launched, captures: list[StreamCapture], duration: float) -> ExecutionResult:
     rc = proc.returncode
-    # bubblewrap reports a child killed by SIGKILL as 137; once we sent one, that was us.
-    killed = rc is not None and (rc < 0 or (ex.kill_sent and ex.mode == "bubblewrap" and rc == 128 + 9))
+    # bubblewrap and a reaper report a command killed by SIGKILL as 137; once we sent one,
+    # that was us.
+    shell_status = ex.mode == "bubblewrap" or isinstance(proc, ReaperProcess)
+    killed = rc is not None and (rc < 0 or (ex.kill_sent and shell_status and rc == 128 + 9))
     reason = ex.kill_reason if killed else None
     return ExecutionResult(
         execution_id=ex.execution_id,
@@ -280,7 +324,7 @@ def _result(
         stdout=captures[0].result(),
         stderr=captures[1].result(),
         duration_s=duration,
-        sandboxed=ex.mode == "bubblewrap",
+        sandboxed=ex.mode != "unsandboxed",
         sandbox_mode=ex.mode,
         env_stripped=ex.env_stripped,
     )

@@ -7,11 +7,13 @@ through; ``--setenv LD_PRELOAD`` is honoured by ld.so; nested user namespaces ne
 ``--disable-userns``; killing the launcher (PID namespace + ``--die-with-parent``)
 kills every process inside.
 
-Started as root, the sandbox's uid 65534 maps to host uid 0. Capabilities are gone,
-but the kernel still sees the owner of root's files, so three more things are done:
-the sandbox root is remounted read-only, ``/proc/sys`` (and a few other writable proc
-files) are bound read-only, and ``/dev/null`` and friends are private device nodes
-owned by another uid, so the sandbox cannot ``chmod`` the host's.
+Started by root, bubblewrap itself runs as the unprivileged sandbox uid (``identity``)
+with an unprivileged user namespace, so the sandbox's uid 65534 is host uid 65534, never
+root: nothing it leaves in the workspace can be setuid root, and ``RLIMIT_NPROC`` is
+counted. bubblewrap resolves mount sources by path as that uid, so every folder above
+the work folder must be searchable by it (the workspace root's folders are 0711); where
+they are not, ``self_check`` fails and ``auto`` uses Landlock. Every command also runs
+under the seccomp filter of ``seccomp`` (``--seccomp``) and the policy's rlimits.
 """
 
 from __future__ import annotations
@@ -20,14 +22,17 @@ import logging
 import os
 import re
 import shutil
-import stat
 import subprocess
 from pathlib import Path
 
 from agentloom.sandbox._base import ProcessGateway
+from agentloom.sandbox._limits import apply_rlimits, command_rlimits
 from agentloom.sandbox._supervisor import Launch
+from agentloom.sandbox._sweep import sweep
 from agentloom.sandbox.errors import SANDBOX_UNAVAILABLE, SandboxError
+from agentloom.sandbox.identity import SANDBOX_UID, sandbox_identity
 from agentloom.sandbox.ports import WORK_MOUNT, EnvironmentPolicy, ExecCommand, SandboxHandle
+from agentloom.sandbox.seccomp import seccomp_program
 
 log = logging.getLogger("agentloom.sandbox")
 
@@ -35,7 +40,6 @@ INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: `apt-get install -y bubblewrap`; Fedora: `dnf install bubblewrap`)"
 )
 MIN_VERSION = (0, 8)  # --disable-userns and --size first appear in 0.8.0
-SANDBOX_UID = 65534
 SANDBOX_HOSTNAME = "sandbox"
 
 #: The runtime programs need, read-only. A merged-/usr symlink is recreated as a symlink.
@@ -53,8 +57,6 @@ EGRESS_ETC = (
 )
 #: Writable-by-owner proc files that bubblewrap 0.8 leaves writable (kernel sysctls!).
 PROC_READONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/pressure", "/proc/mtrr")
-DEVICES = {"null": (1, 3), "zero": (1, 5), "full": (1, 7), "random": (1, 8), "urandom": (1, 9), "tty": (5, 0)}
-DEVICE_OWNER = 65534  # any uid but the launcher's: the sandbox must not own its device nodes
 
 
 class BubblewrapGateway(ProcessGateway):
@@ -80,40 +82,82 @@ class BubblewrapGateway(ProcessGateway):
                 f"--disable-userns): {INSTALL_HINT}",
             )
         self._runtime = _runtime_args(egress=policy.egress)
-        self._dev_dir = _private_devices(self._output_dir) if os.geteuid() == 0 else None
+        self._identity = sandbox_identity()
+        self._rlimits = command_rlimits(policy, self._identity)
+        self._seccomp = seccomp_program(deny_sockets=False)  # the network namespace is empty
 
     def self_check(self) -> None:
-        """Start one sandbox running ``true``; raise ``SANDBOX_UNAVAILABLE`` if it fails
-        (no user namespaces in this container, a seccomp profile refusing mounts...)."""
+        """Start one sandbox running ``true`` on a folder beside the workspaces; raise
+        ``SANDBOX_UNAVAILABLE`` if it fails (no user namespaces in this container, a
+        seccomp profile refusing mounts, a folder above the workspaces the sandbox uid
+        cannot search...)."""
         command = ExecCommand(argv=("true",))
-        argv = self._argv(self._output_dir, (), command, {"PATH": self._policy.path}, None)
+        work = self._spool_dir / "self-check"
+        work.mkdir(mode=0o700, exist_ok=True)
+        if self._identity is not None:
+            os.chown(work, *self._identity)
+        seccomp_fd = self._seccomp_fd()
+        argv = self._argv(work, (), seccomp_fd, command, {"PATH": self._policy.path}, None)
+        rlimits = self._rlimits
         try:
             done = subprocess.run(
-                argv, env={}, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, check=False
+                argv, env={}, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, check=False,
+                pass_fds=(seccomp_fd,), cwd="/", user=self._uid, group=self._gid,
+                extra_groups=None if self._identity is None else [],
+                preexec_fn=lambda: apply_rlimits(rlimits),
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SandboxError(SANDBOX_UNAVAILABLE, f"bubblewrap could not start a sandbox: {exc}") from None
+        finally:
+            os.close(seccomp_fd)
         if done.returncode != 0:
             why = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [
                 f"exit {done.returncode}"
             ]
-            raise SandboxError(SANDBOX_UNAVAILABLE, f"bubblewrap could not start a sandbox: {why[0]}")
+            hint = ""
+            if "Permission denied" in why[0] and self._identity is not None:
+                hint = (f" (bubblewrap runs as uid {self._identity[0]}: every folder above "
+                        f"{self._output_dir} must be searchable by it, e.g. chmod o+x)")
+            raise SandboxError(SANDBOX_UNAVAILABLE, f"bubblewrap could not start a sandbox: {why[0]}{hint}")
+
+    @property
+    def _uid(self) -> int | None:
+        return None if self._identity is None else self._identity[0]
+
+    @property
+    def _gid(self) -> int | None:
+        return None if self._identity is None else self._identity[1]
 
     def _launch(self, handle: SandboxHandle, command: ExecCommand, env: dict[str, str]) -> Launch:
         scope = handle.scope
         work_dir = scope.work_dir.absolute()
+        seccomp_fd = self._seccomp_fd()
 
         def argv_for(info_fd: int | None) -> list[str]:
-            return self._argv(work_dir, scope.readonly_mounts, command, env, info_fd)
+            return self._argv(work_dir, scope.readonly_mounts, seccomp_fd, command, env, info_fd)
 
         # bwrap itself gets an empty environment: nothing of the host's reaches the
         # launcher's /proc/<pid>/environ, which the sandbox's PID 1 would expose.
-        return self._make_launch(argv_for, env={}, cwd="/", info_fd=True)
+        return self._make_launch(argv_for, env={}, cwd="/", info_fd=True, pass_fds=(seccomp_fd,),
+                                 identity=self._identity, rlimits=self._rlimits,
+                                 cleanup=lambda: _sweep_quietly(work_dir, self._command_uid))
+
+    def _seccomp_fd(self) -> int:
+        """The seccomp program in a fresh memfd, for ``--seccomp`` (bwrap reads it once)."""
+        program = os.memfd_create("agentloom-seccomp", os.MFD_CLOEXEC)
+        try:
+            os.write(program, self._seccomp)
+            os.lseek(program, 0, os.SEEK_SET)
+        except BaseException:
+            os.close(program)
+            raise
+        return program
 
     def _argv(
         self,
         work_dir: Path,
         readonly_mounts: tuple[tuple[Path, str], ...],
+        seccomp_fd: int,
         command: ExecCommand,
         env: dict[str, str],
         info_fd: int | None,
@@ -134,14 +178,12 @@ class BubblewrapGateway(ProcessGateway):
         a += ["--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         if info_fd is not None:
             a += ["--info-fd", str(info_fd)]
+        a += ["--seccomp", str(seccomp_fd)]
         a += self._runtime
         a += ["--proc", "/proc"]
         for path in PROC_READONLY:
             a += ["--ro-bind-try", path, path]
         a += ["--dev", "/dev"]
-        if self._dev_dir is not None:
-            for name in DEVICES:
-                a += ["--dev-bind", str(self._dev_dir / name), f"/dev/{name}"]
         size = str(policy.tmp_size_bytes)
         a += ["--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]  # /dev itself read-only
         a += ["--size", size, "--tmpfs", "/tmp"]
@@ -158,6 +200,10 @@ class BubblewrapGateway(ProcessGateway):
             assert command.shell_script is not None
             a += ["/bin/sh", "-c", command.shell_script]
         return a
+
+
+def _sweep_quietly(work_dir: Path, uid: int) -> None:
+    sweep(work_dir, uid)
 
 
 def _version(bwrap: str) -> tuple[int, ...]:
@@ -184,28 +230,3 @@ def _runtime_args(*, egress: bool) -> list[str]:
     for path in RUNTIME_ETC + (EGRESS_ETC if egress else ()):
         args += ["--ro-bind-try", path, path]
     return args
-
-
-def _private_devices(output_dir: Path) -> Path | None:
-    """Create ``null``, ``zero``... owned by ``DEVICE_OWNER`` under ``output_dir``."""
-    dev = output_dir / ".sandbox-dev"
-    try:
-        dev.mkdir(mode=0o755, exist_ok=True)
-        for name, (major, minor) in DEVICES.items():
-            path = dev / name
-            want = os.makedev(major, minor)
-            try:
-                st = os.lstat(path)
-                ok = stat.S_ISCHR(st.st_mode) and st.st_rdev == want
-            except FileNotFoundError:
-                ok = False
-            if not ok:
-                path.unlink(missing_ok=True)
-                os.mknod(path, stat.S_IFCHR | 0o666, want)
-            os.chown(path, DEVICE_OWNER, DEVICE_OWNER)
-            os.chmod(path, 0o666)
-        os.close(os.open(dev / "null", os.O_WRONLY))  # fails on a nodev filesystem
-    except OSError as exc:
-        log.warning("sandbox: private device nodes unavailable under %s (%s); binding the host's", dev, exc)
-        return None
-    return dev

@@ -29,7 +29,11 @@ from agentloom.sandbox.errors import (
     SandboxError,
 )
 
-SandboxMode = Literal["bubblewrap", "unsandboxed"]
+SandboxMode = Literal["bubblewrap", "landlock", "unsandboxed"]
+#: What the configuration asks for (``sandbox.backend``): ``auto`` is bubblewrap, else
+#: Landlock, else a refusal; ``none`` (unconfined) is only ever used when written.
+SandboxBackend = Literal["auto", "bubblewrap", "landlock", "none"]
+SANDBOX_BACKENDS: tuple[SandboxBackend, ...] = ("auto", "bubblewrap", "landlock", "none")
 ExecutionState = Literal["running", "exited", "timed_out", "terminated", "revoked"]
 
 WORK_MOUNT = "/work"
@@ -62,6 +66,12 @@ class EnvironmentPolicy:
     Defaults: no network (``egress=False``), no shell, 10 s per command, an 8 KiB
     preview (head + tail) per stream, a spool of at most 2 GiB per stream, a 64 MiB
     ``/tmp``. Each is overridden only by constructing another policy.
+
+    Resource limits (rlimits, set on the command before it starts, every backend but
+    ``none``): ``max_processes`` processes of the sandbox user (``RLIMIT_NPROC``; enforced
+    when the runtime runs as root and commands run as the dedicated sandbox uid),
+    ``max_file_bytes`` per file written (``RLIMIT_FSIZE``: a larger write fails with
+    ``EFBIG``), ``max_cpu_s`` seconds of CPU per process (``RLIMIT_CPU``).
     """
 
     env: Mapping[str, str] = field(default_factory=dict)
@@ -72,6 +82,9 @@ class EnvironmentPolicy:
     max_preview_bytes: int = 8192
     max_spool_bytes: int = 2 << 30
     tmp_size_bytes: int = 64 << 20
+    max_processes: int = 512
+    max_file_bytes: int = 1 << 30
+    max_cpu_s: int = 3600
 
     def __post_init__(self) -> None:
         try:
@@ -88,6 +101,12 @@ class EnvironmentPolicy:
             raise ConfigError("EnvironmentPolicy.max_spool_bytes must be >= 0")
         if self.tmp_size_bytes < 4096:
             raise ConfigError("EnvironmentPolicy.tmp_size_bytes must be at least 4096")
+        if self.max_processes < 1:
+            raise ConfigError("EnvironmentPolicy.max_processes must be at least 1")
+        if self.max_file_bytes < 1:
+            raise ConfigError("EnvironmentPolicy.max_file_bytes must be at least 1")
+        if self.max_cpu_s < 1:
+            raise ConfigError("EnvironmentPolicy.max_cpu_s must be at least 1 second")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,10 +1,11 @@
-"""The unsandboxed development adapter: same environment allowlist, timeouts, process
-groups and bounded output as bubblewrap, but **no isolation at all**.
+"""The ``none`` backend (``sandbox.backend: none``): commands run **unconfined**.
 
-Commands run on the host, with the runtime's uid, filesystem and network. Every result
-says ``sandboxed=False, sandbox_mode="unsandboxed"``; a revocation receipt is never
-``confirmed`` once anything ran (a ``setsid`` child leaves the process group unseen);
-``/skills`` and ``/resources`` mounts do not exist. Construction logs a warning.
+Commands run on the host with the runtime's uid, files and network; only the
+environment allowlist, timeouts and bounded output apply. They are still started by a
+reaper (``_launcher``), so every process a command starts dies with the execution and
+with the runtime, and revocation is confirmed. Every result says ``sandboxed=False,
+sandbox_mode="unsandboxed"``; ``/skills`` and ``/resources`` mounts do not exist. This
+backend is never chosen by ``auto``: it must be written in the configuration.
 """
 
 from __future__ import annotations
@@ -13,23 +14,25 @@ import logging
 from pathlib import Path
 
 from agentloom.sandbox._base import ProcessGateway
+from agentloom.sandbox._launcher import Confinement
 from agentloom.sandbox._supervisor import Launch
 from agentloom.sandbox.ports import WORK_MOUNT, EnvironmentPolicy, ExecCommand, SandboxHandle
 
 log = logging.getLogger("agentloom.sandbox")
 
+_NO_CONFINEMENT = Confinement()
+
 
 class UnsandboxedGateway(ProcessGateway):
-    """``SandboxGateway`` without a sandbox, for hosts without bubblewrap (opt-in only)."""
+    """``SandboxGateway`` without a sandbox (``backend: none``, explicit only)."""
 
     mode = "unsandboxed"
 
     def __init__(self, policy: EnvironmentPolicy, *, output_dir: Path) -> None:
         super().__init__(policy, output_dir=output_dir)
         log.warning(
-            "UNSANDBOXED EXECUTION: commands run directly on this host with the runtime's user, "
-            "files and network; only the environment allowlist, timeouts and output limits apply. "
-            "Install bubblewrap (`apt-get install -y bubblewrap`) to isolate them."
+            "UNSANDBOXED EXECUTION (sandbox.backend: none): commands run directly on this host "
+            "with the runtime's user, files and network"
         )
 
     def _launch(self, handle: SandboxHandle, command: ExecCommand, env: dict[str, str]) -> Launch:
@@ -40,4 +43,5 @@ class UnsandboxedGateway(ProcessGateway):
         else:
             assert command.shell_script is not None
             argv = ["/bin/sh", "-c", command.shell_script]
-        return self._make_launch(lambda _fd: argv, env=env, cwd=str(cwd), info_fd=False)
+        return self._make_launch(lambda _fd: argv, env=env, cwd=str(cwd), info_fd=False,
+                                 confinement=_NO_CONFINEMENT)

@@ -5,10 +5,15 @@ allows a shell. The model gets a bounded preview of stdout / stderr (head and ta
 the exit code and the execution id; a truncated stream's full bytes move into the
 file blob store and are readable with ``result.read`` (``stored`` in the result).
 Every result says whether it ran sandboxed.
+
+The gateway is asked for on each call (``GatewayProvider``), so a host without a usable
+sandbox fails that call — a failed result with ``SANDBOX_UNAVAILABLE`` the model reads —
+and nothing else.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agentloom.catalog import CapabilitySpec, legal_model_name
@@ -44,14 +49,19 @@ def exec_spec(resource_version_id: str = "builtin") -> CapabilitySpec:
     return CapabilitySpec(
         resource_version_id=resource_version_id, capability_key="exec", kind="builtin",
         model_name=legal_model_name("exec"),
-        description="Run a command in the sandbox with /work as the workspace. Give argv "
-        "(no shell) or shell_script (only if allowed). Default timeout 10 s.",
+        description="Run a command in the sandbox; its working directory is the workspace "
+        "(/work under bubblewrap), so use paths relative to it. Give argv (no shell) or "
+        "shell_script (only if allowed). Default timeout 10 s.",
         input_schema=EXEC_SCHEMA, handler_ref="builtin:exec", schema_origin="config",
     )
 
 
+GatewayProvider = Callable[[], Awaitable[SandboxGateway]]
+"""Returns the sandbox gateway, or raises ``SandboxError`` (``SANDBOX_UNAVAILABLE``)."""
+
+
 class ExecHandler:
-    def __init__(self, gateway: SandboxGateway, resolver: WorkspaceResolver,
+    def __init__(self, gateway: GatewayProvider, resolver: WorkspaceResolver,
                  blobs: FileBlobStore) -> None:
         self.gateway = gateway
         self.resolver = resolver
@@ -70,12 +80,13 @@ class ExecHandler:
                 cwd=args.get("cwd", "/work"), env_patch=args.get("env_patch", {}),
                 timeout_s=args.get("timeout_s"),
             )
+            gateway = await self.gateway()
             folder = self.resolver.scopes.ensure_folder(scope)
-            handle = await self.gateway.ensure(
+            handle = await gateway.ensure(
                 SandboxScope(workspace_scope_id=scope.workspace_scope_id, run_id=context.run_id,
                              work_dir=folder),
                 None, context.lease_epoch or 0)
-            execution = await self.gateway.execute(
+            execution = await gateway.execute(
                 handle, command, BusinessOwner(operation_id=context.operation_id,
                                                attempt_no=context.attempt_no),
                 context.deadline)
@@ -129,7 +140,7 @@ def _summary(result: ExecutionResult) -> dict[str, Any]:
         "sandbox_mode": result.sandbox_mode,
     }
     if not result.sandboxed:
-        body["warning"] = "this command ran WITHOUT a sandbox (unsandboxed mode was allowed)"
+        body["warning"] = "this command ran WITHOUT a sandbox (sandbox.backend: none)"
     if result.env_stripped:
         body["env_stripped"] = list(result.env_stripped)
     return body
