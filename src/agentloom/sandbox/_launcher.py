@@ -1,55 +1,38 @@
-"""The fork launcher of the Landlock and ``none`` backends: a reaper per execution.
+"""How the Landlock and ``none`` backends start a command: through the zygote, a reaper
+per execution (``_zygote``, ``_reaper``).
 
 ::
 
-    runtime ──fork──► reaper (subreaper, own session) ──fork──► command
-        │  control pipe ▲                                 (rlimits, uid, no_new_privs,
-        └───────────────┘                                  Landlock, seccomp, exec)
+    runtime ──request + fds──► zygote ──fork──► reaper ──fork──► command
+       │ ◄──── pid + pidfd ─────┘                 ▲ │
+       ├── control pipe (write end) ──────────────┘ │   a byte: kill; end of file: the
+       └── status pipe (read end) ◄─────────────────┘   runtime is gone, kill as well
 
-The reaper is the runtime's child and the parent of the command. It is a child
-subreaper, so every process the command starts stays in its subtree even after a
-``setsid`` or a double fork. When the command exits, when the runtime asks (a byte on
-the control pipe), or when the runtime dies (the pipe's end of file: only the runtime
-holds its write end), the reaper kills its whole subtree, reaps it and exits. So the
-reaper's own exit proves every process of the execution is gone: it exits with the
-command's status (``128 + N`` for a command killed by signal N, like bubblewrap) and
-with 137 when it was told to kill. If its subtree will not empty it kills itself, and
-the runtime then sees a reaper killed by a signal: not confirmed.
-
-Forking the runtime (not starting an interpreter) keeps an ``exec`` of ``true`` cheap.
-The forked code is single-threaded from its first line, calls only ``os`` functions and
-pre-bound ``ctypes`` functions, and leaves with ``os._exit``.
+The runtime never forks itself: one zygote per runtime process, started on first use
+(``python -S``: the standard library only), forks the reapers. A reaper's exit proves that
+every process of its execution is gone; it writes its status first. A reaper that exited
+without a status was killed: its execution is not confirmed gone.
 """
 
 from __future__ import annotations
 
+import array
 import contextlib
+import json
 import os
 import select
 import signal
-import stat
-import time
-import warnings
+import socket
+import subprocess
+import sys
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from pathlib import Path
 
-from agentloom.sandbox import _kernel
-from agentloom.sandbox._limits import apply_rlimits
+from agentloom.sandbox._reaper import STATUS
 
-# Python 3.12+ warns about fork() in a threaded process; the forked code above is the
-# narrow kind that is safe (no locks, no imports, os._exit).
-warnings.filterwarnings(
-    "ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning
-)
-
-#: The reaper's exit status when the runtime asked it to kill (SIGKILL's shell status).
-KILLED_STATUS = 128 + signal.SIGKILL
-#: How long the reaper keeps killing a subtree that will not empty before giving up.
-KILL_TREE_TIMEOUT_S = 10.0
-_SETUP_FAILED = 126
-_NOT_FOUND = 127
-_PREFIX = b"agentloom-sandbox: "
+ZYGOTE = Path(__file__).with_name("_zygote.py")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,19 +59,30 @@ class Confinement:
 
 
 class ReaperProcess:
-    """The runtime's handle on one reaper: enough of ``Popen`` for the supervisor."""
+    """The runtime's handle on one reaper: enough of ``Popen`` for the supervisor, plus a
+    pidfd (the reaper is the zygote's child, not ours)."""
 
-    def __init__(self, pid: int, control_fd: int) -> None:
+    def __init__(self, pid: int, pidfd: int, control_fd: int, status_fd: int) -> None:
         self.pid = pid
+        self.pidfd = pidfd
         self.returncode: int | None = None
         self._control = control_fd
+        self._status = status_fd
 
     def wait(self) -> int:
+        """Block until the reaper has exited; its status, or ``-SIGKILL`` if it wrote none."""
         if self.returncode is None:
-            _, status = os.waitpid(self.pid, 0)
-            self.returncode = os.waitstatus_to_exitcode(status)
-            with contextlib.suppress(OSError):
-                os.close(self._control)
+            poller = select.poll()
+            poller.register(self.pidfd, select.POLLIN)
+            while not poller.poll():
+                pass
+            data = b""
+            with contextlib.suppress(BlockingIOError):
+                data = os.read(self._status, STATUS.size)
+            self.returncode = STATUS.unpack(data)[0] if len(data) == STATUS.size else -signal.SIGKILL
+            for fd in (self._control, self._status, self.pidfd):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         return self.returncode
 
     def request_kill(self) -> None:
@@ -96,8 +90,11 @@ class ReaperProcess:
         try:
             os.write(self._control, b"k")
         except OSError:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGKILL)
+            self.hard_kill()
+
+    def hard_kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, OSError):
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
 
 
 def spawn(
@@ -109,198 +106,84 @@ def spawn(
     stderr_fd: int,
     confinement: Confinement,
 ) -> ReaperProcess:
-    """Fork a reaper that runs ``argv`` under ``confinement``; return at once.
+    """Have the zygote fork a reaper that runs ``argv`` under ``confinement``; return at once.
 
-    A command that cannot be confined or started never runs: its reaper reports why on
-    the command's stderr and exits 126 (confinement) or 127 (no such program).
+    A command that cannot be confined or started never runs: its reaper reports why on the
+    command's stderr and exits 126 (confinement) or 127 (no such program).
+
+    Raises:
+        OSError: the zygote could not be started or refused the request.
     """
-    args = [os.fsencode(a) for a in argv]
-    environ = {os.fsencode(k): os.fsencode(v) for k, v in env.items()}
+    request = {
+        "argv": [os.fsencode(a).decode("latin-1") for a in argv],
+        "env": {os.fsencode(k).decode("latin-1"): os.fsencode(v).decode("latin-1") for k, v in env.items()},
+        "cwd": cwd,
+        "identity": confinement.identity,
+        "rlimits": confinement.rlimits,
+        "landlock": None if confinement.landlock is None else {
+            "abi": confinement.landlock.abi, "rules": confinement.landlock.rules,
+            "deny_tcp": confinement.landlock.deny_tcp},
+        "seccomp": None if confinement.seccomp is None else confinement.seccomp.hex(),
+    }
     control_r, control_w = os.pipe2(os.O_CLOEXEC)
+    status_r, status_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
     try:
-        pid = os.fork()
+        pid, pidfd = _zygote().fork(json.dumps(request).encode(), [stdout_fd, stderr_fd, control_r, status_w])
     except BaseException:
-        os.close(control_r)
-        os.close(control_w)
+        for fd in (control_w, status_r):
+            os.close(fd)
         raise
-    if pid == 0:  # the reaper
-        _reaper(control_r, stdout_fd, stderr_fd, args, environ, cwd, confinement)
-    os.close(control_r)
-    return ReaperProcess(pid, control_w)
-
-
-# -- in the reaper ---------------------------------------------------------------------------
-
-
-def _reaper(
-    control: int, out: int, err: int, argv: list[bytes], env: dict[bytes, bytes], cwd: str,
-    confinement: Confinement,
-) -> NoReturn:
-    status = _SETUP_FAILED
-    try:
-        os.setsid()
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(sig, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, ())
-        _close_fds_except((control, out, err))
-        _kernel.prctl(_kernel.PR_SET_CHILD_SUBREAPER, 1)
-        reaper = os.getpid()
-        command = os.fork()
-        if command == 0:
-            _command(reaper, out, err, argv, env, cwd, confinement)
-        for fd in {out, err}:
-            os.close(fd)
-        status = _wait_command(command, control)
-    except BaseException as exc:
-        _say(b"the reaper failed: " + repr(exc).encode(errors="replace"), fd=err)
-        status = _SETUP_FAILED
     finally:
-        if not _kill_tree():
-            os.kill(os.getpid(), signal.SIGKILL)  # unconfirmed: the runtime sees a signal
-        os._exit(status)
-
-
-def _close_fds_except(keep: tuple[int, ...]) -> None:
-    low = 3
-    for fd in sorted(keep):
-        if fd >= low:
-            os.closerange(low, fd)
-            low = fd + 1
-    os.closerange(low, 1 << 20)
-
-
-def _wait_command(command: int, control: int) -> int:
-    poller = select.poll()
-    poller.register(control, select.POLLIN)
-    pidfd = os.pidfd_open(command)
-    poller.register(pidfd, select.POLLIN)
-    while True:
-        ready = {fd for fd, _ in poller.poll(1000)}
-        if control in ready:  # a kill request, or the runtime is gone
-            return KILLED_STATUS
-        status = _reap(command)
-        if status is not None:
-            return status
-
-
-def _reap(command: int) -> int | None:
-    """Reap every exited child (orphans land here too); the command's status once reaped."""
-    found: int | None = None
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return found
-        if pid == 0:
-            return found
-        if pid == command:
-            code = os.waitstatus_to_exitcode(status)
-            found = 128 - code if code < 0 else code
-
-
-def _kill_tree() -> bool:
-    """SIGKILL every descendant until none is left; false if they would not go."""
-    deadline = time.monotonic() + KILL_TREE_TIMEOUT_S
-    while time.monotonic() < deadline:
-        pids = _descendants(os.getpid())
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:
-            return True  # no child left: the subtree is empty
-        if not pids:
-            time.sleep(0.001)
-    return False
-
-
-def _descendants(root: int) -> list[int]:
-    found: list[int] = []
-    stack = [root]
-    while stack:
-        pid = stack.pop()
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
-                    children = [int(c) for c in fh.read().split()]
-            except OSError:
-                continue
-            found += children
-            stack += children
-    return found
-
-
-# -- in the command, before exec ------------------------------------------------------------
-
-
-def _command(
-    reaper: int, out: int, err: int, argv: list[bytes], env: dict[bytes, bytes], cwd: str,
-    confinement: Confinement,
-) -> NoReturn:
-    try:
-        os.setsid()
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(out, 1)
-        os.dup2(err, 2)
-        os.closerange(3, 1 << 20)
-    except BaseException:
-        os._exit(_SETUP_FAILED)
-    try:
-        _confine(reaper, cwd, confinement)
-    except BaseException as exc:
-        _say(b"could not confine the command: " + str(exc).encode(errors="replace"))
-        os._exit(_SETUP_FAILED)
-    try:
-        os.execvpe(argv[0], argv, env)
-    except BaseException as exc:
-        _say(b"cannot run " + argv[0] + b": " + str(exc).encode(errors="replace"))
-    os._exit(_NOT_FOUND)
-
-
-def _confine(reaper: int, cwd: str, confinement: Confinement) -> None:
-    ruleset = _ruleset(confinement.landlock) if confinement.landlock is not None else None
-    apply_rlimits(confinement.rlimits)
-    os.chdir(cwd)  # before dropping root: the folders above the workspace are root's 0700
-    if confinement.identity is not None:
-        uid, gid = confinement.identity
-        os.setgroups([])
-        os.setresgid(gid, gid, gid)
-        os.setresuid(uid, uid, uid)
-    _kernel.prctl(_kernel.PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
-    if os.getppid() != reaper:
-        raise OSError("the reaper is gone")
-    _kernel.prctl(_kernel.PR_SET_NO_NEW_PRIVS, 1)
-    if ruleset is not None:
-        _kernel.restrict_self(ruleset)
-        os.close(ruleset)
-    if confinement.seccomp is not None:
-        _kernel.install_seccomp(confinement.seccomp)
-
-
-def _ruleset(plan: LandlockRules) -> int:
-    ruleset = _kernel.create_ruleset(plan.abi, deny_tcp=plan.deny_tcp, scope=True)
-    for path, rights in plan.rules:
-        try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        except FileNotFoundError:
-            continue
-        try:
-            allowed = rights & _kernel.handled_fs(plan.abi)
-            if not stat.S_ISDIR(os.fstat(fd).st_mode):
-                allowed &= _kernel.FILE_RIGHTS  # a rule on a file takes file rights only
-            _kernel.allow_path(ruleset, fd, allowed)
-        finally:
+        for fd in (control_r, status_w):
             os.close(fd)
-    return ruleset
+    return ReaperProcess(pid, pidfd, control_w, status_r)
 
 
-def _say(message: bytes, *, fd: int = 2) -> None:
-    with contextlib.suppress(OSError):
-        os.write(fd, _PREFIX + message + b"\n")
+class _Zygote:
+    """The connection to this process's zygote; requests are serialised by a lock."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-E", "-s", "-S", "-B", str(ZYGOTE), str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                start_new_session=True, close_fds=True, env={},
+            )
+        finally:
+            theirs.close()
+        self.sock = ours
+        self.owner_pid = os.getpid()
+        self.lock = threading.Lock()
+
+    def alive(self) -> bool:
+        return self.owner_pid == os.getpid() and self.process.poll() is None
+
+    def fork(self, request: bytes, fds: list[int]) -> tuple[int, int]:
+        with self.lock:
+            self.sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+            pidfds = array.array("i")
+            answer, ancillary, _, _ = self.sock.recvmsg(4096, socket.CMSG_SPACE(pidfds.itemsize))
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                pidfds.frombytes(data[: len(data) - len(data) % pidfds.itemsize])
+        if not answer:
+            raise OSError("the sandbox zygote exited")
+        reply = json.loads(answer)
+        if "error" in reply or len(pidfds) != 1:
+            for fd in pidfds:
+                os.close(fd)
+            raise OSError(f"the sandbox zygote refused to start the command: {reply.get('error')}")
+        return int(reply["pid"]), pidfds[0]
+
+
+_current: _Zygote | None = None
+_current_lock = threading.Lock()
+
+
+def _zygote() -> _Zygote:
+    global _current
+    with _current_lock:
+        if _current is None or not _current.alive():
+            _current = _Zygote()
+        return _current

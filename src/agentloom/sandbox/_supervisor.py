@@ -1,8 +1,9 @@
 """One execution's life: spawn, drain, deadline, kill, reap, confirm, report.
 
-Each execution gets a supervisor thread that *spawns* the launcher itself and lives
-until the launcher is reaped: bubblewrap's ``--die-with-parent`` is tied to the thread
-that forked it, so that thread must outlive the sandbox. Two more threads drain
+Each execution gets a supervisor thread (a reused one, ``_threads``) that *spawns* the
+launcher itself and lives until the launcher is reaped: bubblewrap's ``--die-with-parent``
+is tied to the thread that forked it, so that thread must outlive the sandbox. Two more
+(reused) threads drain
 stdout and stderr (``StreamCapture``).
 
 How an execution is killed is in ``_execution``.
@@ -17,7 +18,6 @@ import os
 import select
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -27,6 +27,7 @@ from pathlib import Path
 from agentloom.sandbox._execution import Execution, Launched, close_fd, readable
 from agentloom.sandbox._launcher import Confinement, ReaperProcess, spawn
 from agentloom.sandbox._limits import apply_rlimits
+from agentloom.sandbox._threads import THREADS
 from agentloom.sandbox.output import StreamCapture, enlarge_pipe
 from agentloom.sandbox.ports import (
     ExecutionResult,
@@ -77,13 +78,7 @@ def start(execution: Execution, launch: Launch) -> Future[None]:
     """Start the supervisor thread; the future resolves once the launcher is spawned
     (or carries the ``OSError`` that prevented it)."""
     spawned: Future[None] = Future()
-    thread = threading.Thread(
-        target=_supervise,
-        args=(execution, launch, spawned),
-        name=f"sandbox-{execution.execution_id}",
-        daemon=True,
-    )
-    thread.start()
+    THREADS.run(lambda: _supervise(execution, launch, spawned))
     return spawned
 
 
@@ -92,7 +87,7 @@ def _supervise(ex: Execution, launch: Launch, spawned: Future[None]) -> None:
         ex.finish(None)
         return
     try:
-        proc, captures, drains, info_r = _spawn(ex, launch)
+        proc, captures, info_r = _spawn(ex, launch)
     except BaseException as exc:
         if launch.cleanup is not None:
             with contextlib.suppress(OSError):
@@ -111,10 +106,11 @@ def _supervise(ex: Execution, launch: Launch, spawned: Future[None]) -> None:
             ex.send_kill_locked()
     finally:
         with ex.lock:
-            # The leader is dead (a zombie) but not reaped: its group id cannot be reused
-            # yet, so this only reaches what is left of *our* group.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            if not isinstance(proc, ReaperProcess):
+                # The leader is dead (a zombie) but not reaped: its group id cannot be
+                # reused yet, so this only reaches what is left of *our* group.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             ex.reaped = True
         duration = time.monotonic() - started
@@ -127,8 +123,8 @@ def _supervise(ex: Execution, launch: Launch, spawned: Future[None]) -> None:
         if not capture.wait(grace):
             log.warning("sandbox %s: a stream stayed open after its processes ended", ex.execution_id)
             capture.stop()
-    for thread in drains:
-        thread.join()
+    for capture in captures:
+        capture.wait(None)  # its drain has returned
     if launch.cleanup is not None:
         try:
             launch.cleanup()
@@ -164,7 +160,7 @@ def _start(launch: Launch, out_w: int, err_w: int, info_w: int | None) -> Launch
 
 def _spawn(
     ex: Execution, launch: Launch
-) -> tuple[Launched, list[StreamCapture], list[threading.Thread], int | None]:
+) -> tuple[Launched, list[StreamCapture], int | None]:
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
     info_r, info_w = os.pipe2(os.O_CLOEXEC) if launch.info_fd else (None, None)
@@ -193,14 +189,14 @@ def _spawn(
         )
         for fd, name in ((out_r, "stdout"), (err_r, "stderr"))
     ]
-    drains = [threading.Thread(target=c.run, name="sandbox-drain", daemon=True) for c in captures]
-    for thread in drains:
-        thread.start()
-    return proc, captures, drains, info_r
+    for capture in captures:
+        THREADS.run(capture.run)
+    return proc, captures, info_r
 
 
 def _wait_for_leader(ex: Execution, proc: Launched, info_r: int | None, deadline: float) -> None:
-    pidfd = os.pidfd_open(proc.pid)
+    # A reaper is the zygote's child, not ours: its pidfd came from the zygote.
+    pidfd = os.dup(proc.pidfd) if isinstance(proc, ReaperProcess) else os.pidfd_open(proc.pid)
     try:
         poller = select.poll()
         poller.register(pidfd, select.POLLIN)
@@ -219,8 +215,7 @@ def _wait_for_leader(ex: Execution, proc: Launched, info_r: int | None, deadline
                     # The reaper kills the tree itself; SIGKILL it if it does not end.
                     hard_kill_at = ex.kill_sent_at + CONFIRM_TIMEOUT_S
                     if now >= hard_kill_at:
-                        with contextlib.suppress(ProcessLookupError):
-                            os.kill(proc.pid, signal.SIGKILL)
+                        proc.hard_kill()
                     wait_until = max(hard_kill_at, now + 0.05)
                 elif ex.kill_sent:
                     wait_until = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import logging
 import os
@@ -36,13 +37,23 @@ OFFLOAD_BYTES = 256 << 10
 MAX_BUFFERS = 4
 
 
-def enlarge_pipe(fd: int, size: int = CHUNK_BYTES) -> None:
-    """Best effort: grow a pipe's kernel buffer (``F_SETPIPE_SZ``) up to ``size``."""
+@functools.cache
+def _pipe_max_size() -> int:
     try:
         with open("/proc/sys/fs/pipe-max-size", encoding="ascii") as fh:
-            size = min(size, int(fh.read().strip()))
+            return int(fh.read().strip())
+    except (OSError, ValueError):
+        return 0
+
+
+def enlarge_pipe(fd: int, size: int = CHUNK_BYTES) -> None:
+    """Best effort: grow a pipe's kernel buffer (``F_SETPIPE_SZ``) up to ``size``."""
+    size = min(size, _pipe_max_size())
+    if size <= 0:
+        return
+    try:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
-    except (OSError, ValueError, AttributeError):
+    except (OSError, AttributeError):
         pass
 
 

@@ -1,0 +1,277 @@
+"""The reaper and the command's last steps before ``exec``: what runs inside the zygote's
+children (``_zygote``). Standard library and ``_kernel`` only, so the zygote can load it
+without the package (``python -S``).
+
+::
+
+    zygote ──fork──► spare reaper (subreaper, own session) ──fork──► spare command
+       │ request + 4 fds ──► │ ── request + stdout, stderr ──────────►  (rlimits, chdir, uid,
+                             │ control pipe (runtime's end)            pdeathsig, no_new_privs,
+                             │ status pipe  (to the runtime)           Landlock, seccomp, exec)
+
+Both processes are forked before the request comes (the zygote keeps one spare pair ready),
+so starting a command costs two messages, not two forks.
+
+The reaper kills its whole subtree when the command exits, when the runtime asks (a byte
+on the control pipe) or dies (the pipe's end of file), reaps it, writes its status to the
+status pipe and exits. Its status is the command's (``128 + N`` for a command killed by
+signal N) or 137 after a kill request. If its subtree will not empty it kills itself
+without writing a status: not confirmed.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import stat
+import struct
+import time
+from typing import Any, NoReturn
+
+try:
+    from agentloom.sandbox import _kernel
+except ImportError:  # inside the zygote, which runs without the package on its path
+    import _kernel  # type: ignore[no-redef,import-not-found]
+
+#: The reaper's status when the runtime asked it to kill (SIGKILL's shell status).
+KILLED_STATUS = 128 + signal.SIGKILL
+#: How long the reaper keeps killing a subtree that will not empty before giving up.
+KILL_TREE_TIMEOUT_S = 10.0
+SETUP_FAILED = 126
+NOT_FOUND = 127
+STATUS = struct.Struct("=i")
+_PREFIX = b"agentloom-sandbox: "
+
+
+def run_spare(channel: int) -> NoReturn:
+    """Be a spare reaper (in a freshly forked process); never returns.
+
+    A spare prepares everything that does not depend on the request — its session, its
+    signals, the subreaper flag, and a pre-forked command process waiting for its own part
+    of the request — then waits on ``channel`` for one request: a JSON message (see
+    ``_command``) with four fds, the command's stdout and stderr, the read end of its
+    control pipe and the write end of its status pipe. At ``channel``'s end of file (the
+    zygote is gone) it kills its command and exits.
+    """
+    status = SETUP_FAILED
+    err = -1
+    try:
+        os.setsid()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        _close_fds_except((channel,))
+        _kernel.prctl(_kernel.PR_SET_CHILD_SUBREAPER, 1)
+        reaper = os.getpid()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        command = os.fork()
+        if command == 0:
+            os.close(channel)
+            ours.close()
+            _spare_command(reaper, theirs)
+        theirs.close()
+        message, fds = receive(socket.socket(fileno=channel), 4)
+        if not message or len(fds) != 4:
+            os.kill(command, signal.SIGKILL)
+            _kill_tree()
+            os._exit(0)
+        out, err, control, status_w = fds
+        ours.sendmsg([message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [out, err]))])
+        ours.close()
+        for fd in {out, err}:
+            if fd != err:
+                os.close(fd)
+        status = _wait_command(command, control)
+    except BaseException as exc:
+        if err >= 0:
+            _say(b"the reaper failed: " + repr(exc).encode(errors="replace"), fd=err)
+        status = SETUP_FAILED
+    finally:
+        if _kill_tree():
+            with contextlib.suppress(OSError, NameError):
+                os.write(status_w, STATUS.pack(status))
+        else:
+            os.kill(os.getpid(), signal.SIGKILL)  # unconfirmed: the runtime sees no status
+        os._exit(status)
+
+
+def receive(sock: socket.socket, max_fds: int) -> tuple[bytes, list[int]]:
+    """One message and the fds that came with it."""
+    fds = array.array("i")
+    # The message's own length first (MSG_TRUNC on a peek says it), so no large buffer is made.
+    size = sock.recv_into(bytearray(1), 1, socket.MSG_PEEK | socket.MSG_TRUNC)
+    message, ancillary, _, _ = sock.recvmsg(max(size, 1), socket.CMSG_SPACE(max_fds * fds.itemsize))
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return message, list(fds)
+
+
+def _spare_command(reaper: int, channel: socket.socket) -> NoReturn:
+    """The pre-forked command: wait for the request and its stdout / stderr, then run it."""
+    try:
+        message, fds = receive(channel, 2)
+        channel.close()
+    except BaseException:
+        os._exit(SETUP_FAILED)
+    if not message or len(fds) != 2:
+        os._exit(SETUP_FAILED)
+    _command(reaper, fds[0], fds[1], json.loads(message))
+
+
+def _close_fds_except(keep: tuple[int, ...]) -> None:
+    low = 3
+    for fd in sorted(keep):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 1 << 20)
+
+
+def _wait_command(command: int, control: int) -> int:
+    poller = select.poll()
+    poller.register(control, select.POLLIN)
+    pidfd = os.pidfd_open(command)
+    poller.register(pidfd, select.POLLIN)
+    while True:
+        ready = {fd for fd, _ in poller.poll(1000)}
+        if control in ready:  # a kill request, or the runtime is gone
+            return KILLED_STATUS
+        status = _reap(command)
+        if status is not None:
+            return status
+
+
+def _reap(command: int) -> int | None:
+    """Reap every exited child (orphans land here too); the command's status once reaped."""
+    found: int | None = None
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return found
+        if pid == 0:
+            return found
+        if pid == command:
+            code = os.waitstatus_to_exitcode(status)
+            found = 128 - code if code < 0 else code
+
+
+def _kill_tree() -> bool:
+    """SIGKILL every descendant until none is left; false if they would not go."""
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True  # no child at all, so no descendant (the usual end of a command)
+    deadline = time.monotonic() + KILL_TREE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        pids = _descendants(os.getpid())
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            return True  # no child left: the subtree is empty
+        if not pids:
+            time.sleep(0.001)
+    return False
+
+
+def _descendants(root: int) -> list[int]:
+    found: list[int] = []
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                    children = [int(c) for c in fh.read().split()]
+            except OSError:
+                continue
+            found += children
+            stack += children
+    return found
+
+
+# -- in the command, before exec ------------------------------------------------------------
+
+
+def _command(reaper: int, out: int, err: int, request: dict[str, Any]) -> NoReturn:
+    try:
+        os.setsid()
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        os.closerange(3, 1 << 20)
+    except BaseException:
+        os._exit(SETUP_FAILED)
+    try:
+        argv = [a.encode("latin-1") for a in request["argv"]]
+        env = {k.encode("latin-1"): v.encode("latin-1") for k, v in request["env"].items()}
+        _confine(reaper, request)
+    except BaseException as exc:
+        _say(b"could not confine the command: " + str(exc).encode(errors="replace"))
+        os._exit(SETUP_FAILED)
+    try:
+        os.execvpe(argv[0], argv, env)
+    except BaseException as exc:
+        _say(b"cannot run " + argv[0] + b": " + str(exc).encode(errors="replace"))
+    os._exit(NOT_FOUND)
+
+
+def _confine(reaper: int, request: dict[str, Any]) -> None:
+    plan = request["landlock"]
+    ruleset = _ruleset(plan) if plan is not None else None
+    for limit, value in request["rlimits"]:
+        resource.setrlimit(limit, (value, value))
+    os.chdir(request["cwd"])  # before dropping root: the folders above the workspace are root's
+    if request["identity"] is not None:
+        uid, gid = request["identity"]
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    _kernel.prctl(_kernel.PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
+    if os.getppid() != reaper:
+        raise OSError("the reaper is gone")
+    _kernel.prctl(_kernel.PR_SET_NO_NEW_PRIVS, 1)
+    if ruleset is not None:
+        _kernel.restrict_self(ruleset)
+        os.close(ruleset)
+    if request["seccomp"] is not None:
+        _kernel.install_seccomp(bytes.fromhex(request["seccomp"]))
+
+
+def _ruleset(plan: dict[str, Any]) -> int:
+    abi = plan["abi"]
+    ruleset = _kernel.create_ruleset(abi, deny_tcp=plan["deny_tcp"], scope=True)
+    for path, rights in plan["rules"]:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue
+        try:
+            allowed = rights & _kernel.handled_fs(abi)
+            if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                allowed &= _kernel.FILE_RIGHTS  # a rule on a file takes file rights only
+            _kernel.allow_path(ruleset, fd, allowed)
+        finally:
+            os.close(fd)
+    return ruleset
+
+
+def _say(message: bytes, *, fd: int = 2) -> None:
+    with contextlib.suppress(OSError):
+        os.write(fd, _PREFIX + message + b"\n")
