@@ -22,6 +22,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "tools": {"bus", "pipeline", "kernel", "agent", "context", "hooks", "store"},
     "errors": {"*"},
     "ids": {"*"},
+    "text": {"*"},
     "results": {"bus", "pipeline", "hooks", "context", "store", "tools", "catalog", "kernel"},
     "refs": {"*"},
     "workspace": {"bus", "pipeline", "kernel", "agent", "hooks", "context", "tools", "sandbox"},

@@ -11,10 +11,11 @@ rolled back), succeeded, failed, unknown and cancelled.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias, assert_never
 
 from agentloom.errors import OperationError
+from agentloom.text import storable
 
 ResultStatus = Literal["succeeded", "failed", "unknown"]
 
@@ -209,6 +210,43 @@ TERMINAL_OUTCOMES: frozenset[str] = frozenset(
 SIDE_EFFECTS_NOT_ROLLED_BACK = (
     "denied after execution: the capability already ran and its side effects were not rolled back"
 )
+
+
+def storable_result(result: ToolResult) -> ToolResult:
+    """``result`` with every code point no store can hold (a lone surrogate, NUL) replaced
+    by U+FFFD (``agentloom.text``), and the count in ``metadata["text_replaced"]``; the same
+    object when nothing needed replacing."""
+    total = 0
+    blocks: list[ContentBlock] = []
+    for block in result.content:
+        if isinstance(block, TextBlock):
+            text, n = storable(block.text)
+            blocks.append(TextBlock(text) if n else block)
+        elif isinstance(block, JsonBlock):
+            data, n = storable(block.data)
+            blocks.append(JsonBlock(data) if n else block)
+        else:
+            ref, n = storable(block.artifact.to_dict())
+            blocks.append(ArtifactBlock(ArtifactRef.from_dict(ref)) if n else block)
+        total += n
+    artifacts = []
+    for artifact in result.artifacts:
+        ref, n = storable(artifact.to_dict())
+        artifacts.append(ArtifactRef.from_dict(ref) if n else artifact)
+        total += n
+    error = result.error
+    if error is not None:
+        cleaned, n = storable({"message": error.message, "details": error.details,
+                               "provider_code": error.provider_code})
+        if n:
+            error = replace(error, **cleaned)
+            total += n
+    metadata, n = storable(result.metadata)
+    total += n
+    if not total:
+        return result
+    return ToolResult(status=result.status, content=tuple(blocks), error=error,
+                      artifacts=tuple(artifacts), metadata={**metadata, "text_replaced": total})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

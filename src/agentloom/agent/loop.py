@@ -49,6 +49,7 @@ from agentloom.models.gateway import ModelCallFailed, ModelGateway
 from agentloom.models.types import Message, ModelRequest, ModelResponse, ToolDef
 from agentloom.pipeline.context import InvocationContext
 from agentloom.results import OperationResult
+from agentloom.text import storable
 
 __all__ = ["Invocation", "LoopOutcome", "ReactLoop", "Status", "SupplementSource", "initial_messages"]
 
@@ -256,8 +257,10 @@ class ReactLoop:
         for i, call in enumerate(response.tool_calls):
             spec = ctx.catalog.specs.get(call.name)
             delegation = spec is not None and spec.capability_key.startswith(DELEGATE_PREFIX)
+            # JSON may spell a lone surrogate ("\ud800"): what no store holds becomes U+FFFD.
+            arguments, _ = storable(json.loads(call.arguments or "{}"))
             items.append(RequestItem(
-                name=call.name, arguments=json.loads(call.arguments or "{}"),
+                name=call.name, arguments=arguments,
                 event_type="delegation" if delegation else "tool",
                 logical_key=f"{inv.invocation_id}/t{n}/c{i}", call_id=call.id))
             emit(RunEvent(f"{items[-1].event_type}.call.started", ctx.run_id, time.time(), {

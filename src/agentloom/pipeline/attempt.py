@@ -1,6 +1,7 @@
 """One physical Attempt: the handler called once with the frozen request, bounded by the
 run deadline and the stop signal, its outcome turned into a ``ToolResult`` — never an
-exception, never a success it did not report."""
+exception, never a success it did not report, and never text a store cannot hold
+(``results.storable_result``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from agentloom.pipeline.cancel import CancelToken
 from agentloom.pipeline.context import Request
 from agentloom.pipeline.ports import AttemptContext, CapabilityHandler, CapabilityRequest
 from agentloom.pipeline.records import OperationState
-from agentloom.results import ToolResult
+from agentloom.results import ToolResult, storable_result
 
 
 async def run_attempt(
@@ -57,7 +58,8 @@ async def run_attempt(
                 message=f"handler for {spec.capability_key} returned "
                 f"{type(result).__name__}, not a ToolResult",
                 external_outcome="unknown"))
-        return result
+        # Where outside text enters the pipeline: nothing a store cannot hold goes further.
+        return storable_result(result)
     except asyncio.CancelledError:
         if not stopped:
             raise
