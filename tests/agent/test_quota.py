@@ -10,7 +10,7 @@ import pytest
 
 from agentloom.agent import AgentSpec, Limits, Runtime
 from agentloom.agent.quota import TokenQuota
-from agentloom.testing.openai_server import ScriptedOpenAIServer
+from agentloom.testing.openai_server import ScriptedOpenAIServer, chat_turn, chat_usage
 
 from .conftest import answer, calls, connection, run, tool_call
 
@@ -79,3 +79,22 @@ def test_s4_no_quota_means_no_refusal_and_a_quota_must_be_positive() -> None:
     assert refusal is not None and refusal.code == "RUN_BUDGET_EXHAUSTED"
     with pytest.raises(ValueError, match="at least 1"):
         TokenQuota(0)
+
+
+async def test_i11_10_negative_token_usage_from_a_provider_never_refunds_the_quota(
+    store_url: str, server: ScriptedOpenAIServer, runtime_factory: Callable[..., Runtime],
+) -> None:
+    refund = [*chat_turn("", tool_calls=[("c0", "fs_list", '{"path": "."}')], usage=None)]
+    refund.insert(-1, chat_usage(-1000, -1000))  # a provider reporting a negative count
+    server.script(refund, *[calls(tool_call(f"c{i}", "fs_list", path=".")) for i in range(1, 5)])
+    rt = runtime_factory([AgentSpec(name="main", model=connection(server), tools=("fs.list",),
+                                    limits=Limits(max_total_tokens=3 * PER_CALL - 5))],
+                         store=store_url)
+
+    result = await run(rt, "list forever")
+
+    assert result.status == "failed"
+    assert result.error is not None and result.error.code == "RUN_BUDGET_EXHAUSTED"
+    # The negative call is estimated instead (> 0), so the quota is spent no later than before.
+    assert len(server.model_requests) <= 3
+    assert TokenQuota.of_run(rt.store, result.run_id, 1).used > 2 * PER_CALL

@@ -35,14 +35,21 @@ def tokens_of(response: ModelResponse, messages: Sequence[Message] = (),
     the invocation's ``sizes`` so a long history is not measured again on every call)."""
     usage = response.usage
     if usage is not None:
-        if usage.total_tokens is not None:
-            return usage.total_tokens
-        if usage.input_tokens is not None or usage.output_tokens is not None:
-            return (usage.input_tokens or 0) + (usage.output_tokens or 0)
+        # A negative count from a provider is not believed (it would refund the quota).
+        total, sent_n, out_n = (_counted(usage.total_tokens), _counted(usage.input_tokens),
+                                _counted(usage.output_tokens))
+        if total is not None:
+            return total
+        if sent_n is not None or out_n is not None:
+            return (sent_n or 0) + (out_n or 0)
     out = len(response.text) + len(response.reasoning or "") + sum(
         len(c.arguments) for c in response.tool_calls)
     sent = sizes.tokens(messages) if sizes is not None else estimate_tokens(messages)
     return sent + math.ceil(out / CHARS_PER_TOKEN)
+
+
+def _counted(value: int | None) -> int | None:
+    return value if value is not None and value >= 0 else None
 
 
 class TokenQuota:
