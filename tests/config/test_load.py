@@ -421,3 +421,9 @@ def test_parse_config_names_its_source_and_resolves_against_base_dir(tmp_path: P
     with pytest.raises(ConfigError) as caught:
         parse_config(data, base_dir=tmp_path / "elsewhere", source="inline")
     assert str(caught.value).startswith("inline: agents.main.model.path: no script file at ")
+
+
+def test_i11_10_a_bare_exponent_says_yaml_reads_it_as_text_and_how_to_write_it(tmp_path: Path) -> None:
+    error = load_error(tmp_path, MINIMAL + "sandbox: {max_file_bytes: 1e9}\n")
+    assert "sandbox.max_file_bytes: must be" in str(error)
+    assert "YAML reads 1e9 as text: write 1000000000 or 1.0e+09" in str(error)

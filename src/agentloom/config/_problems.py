@@ -138,9 +138,21 @@ def _message(error: ErrorDetails, root: type[BaseModel], tags: Mapping[str, type
     if kind == "value_error":
         return str(ctx.get("error", error["msg"]))
     if kind in _EXPECTED:
-        return f"must be {_EXPECTED[kind]} (got {shown(value)})"
+        return f"must be {_EXPECTED[kind]} (got {shown(value)}){_exponent_hint(value)}"
     msg = error["msg"]
     return f"{msg[:1].lower()}{msg[1:]} (got {shown(value)})"
+
+
+_BARE_EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+\Z")
+
+
+def _exponent_hint(value: Any) -> str:
+    """YAML 1.1 reads ``1e12`` as text (a number needs a dot and a signed exponent)."""
+    if isinstance(value, str) and _BARE_EXPONENT.match(value.strip()):
+        number = float(value)
+        plain = str(int(number)) if number.is_integer() else repr(number)
+        return f"; YAML reads {value} as text: write {plain} or {number:.1e}"
+    return ""
 
 
 def _model_at(
