@@ -155,3 +155,15 @@ async def test_discover_reports_the_scripts_model_and_window(script_path: Path) 
         128_000,
         "provider",
     )
+
+
+def test_i11_10_an_alias_in_a_script_file_is_refused_before_it_can_expand(tmp_path: Path) -> None:
+    # a "billion laughs": nine levels of ten aliases each would be 10^9 items once used
+    lines = ["l0: &l0 {text: x}"]
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 10)]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\nturns: *l9\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_script(path)
+    assert caught.value.code == "SCRIPT_INVALID"
+    assert "aliases (*l0) are not allowed in a script file" in str(caught.value)

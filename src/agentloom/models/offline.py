@@ -472,6 +472,19 @@ def parse_script(data: Any, *, source: str) -> Script:
         ) from None
 
 
+class _ScriptLoader(yaml.SafeLoader):
+    """``SafeLoader`` without aliases: a script is plain data, and an alias can make a
+    small file expand to gigabytes once its turns are used (a "billion laughs")."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.events.AliasEvent):
+            event: Any = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, f"aliases (*{event.anchor}) are not allowed in a script file; "
+                "write the value out", event.start_mark)
+        return super().compose_node(parent, index)
+
+
 def load_script(path: str | Path) -> Script:
     """Read and validate a script file.
 
@@ -480,7 +493,7 @@ def load_script(path: str | Path) -> Script:
     """
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = yaml.load(p.read_text(encoding="utf-8"), Loader=_ScriptLoader)  # a SafeLoader
     except OSError as exc:
         raise ConfigError(
             f"script {str(p)!r}: cannot be read ({exc.strerror})", code="SCRIPT_INVALID"
