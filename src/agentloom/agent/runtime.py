@@ -277,11 +277,13 @@ class Runtime:
         Returns the handles of the runs it took, and ``(run_id, why)`` for the interrupted
         runs it left: started with another configuration (``RELEASE_CHANGED``), or claimed by
         someone else meanwhile (``LEASE_HELD``). A run a live process drives is never taken.
-        The output spools of runtimes that died are deleted first.
+        The output spools of runtimes that died are deleted first, and cleanup jobs that
+        failed earlier (a run-end deletion that could not finish) are tried again.
         """
         taken: list[RunHandle] = []
         left: list[tuple[str, str]] = []
         self.kernel.environment.reclaim_spools()  # output left by runtimes that died
+        await self.kernel.environment.cleanup.retry_pending()  # cleanups that failed earlier
         now = time.time()
         for row in self.store.query("runs", {"status": "running"}, order_by=("created_at",)):
             run_id = row["run_id"]

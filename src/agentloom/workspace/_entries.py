@@ -118,7 +118,7 @@ def optional_etag(if_match: object) -> str | None:
 def make_dir(b: Beneath, raw: object, *, parents: bool) -> ListEntry:
     rel = parse_path(raw)
     refuse_reserved(rel)
-    entry = ListEntry(name=rel.name, path=rel.display, kind="dir", size=None)
+    entry = ListEntry(name=rel.display_name, path=rel.display, kind="dir", size=None)
     if not parents:
         dir_fd, name = b.open_parent(rel)
         try:
@@ -242,7 +242,8 @@ def move_entry(
             os.close(dfd)
     finally:
         os.close(sfd)
-    return ListEntry(name=dname, path=dst.display, kind=kind, size=st.st_size if kind == "file" else None)
+    size = st.st_size if kind == "file" else None
+    return ListEntry(name=dst.display_name, path=dst.display, kind=kind, size=size)
 
 
 def _tree_count(b: Beneath, dir_fd: int, rel: RelPath, depth: int, budget: list[int]) -> int:

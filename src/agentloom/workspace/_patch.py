@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agentloom.workspace.paths import SANDBOX_ROOT, WorkspaceError
+from agentloom.workspace.paths import SANDBOX_ROOT, WorkspaceError, shown
 
 MAX_OFFSET = 10
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -82,7 +82,7 @@ def parse_unified_diff(diff: str, target: str) -> list[Hunk]:
             for side in (lines[i], lines[i + 1]):
                 name = _header_name(side)
                 if not _names_target(name, target):
-                    raise _invalid(f"the diff names {name!r} but this call patches {target!r}")
+                    raise _invalid(f"the diff names {shown(name)} but this call patches {shown(target)}")
             i += 2
         elif line.startswith("@@"):
             hunk, i = _parse_hunk(lines, i, len(hunks) + 1)
@@ -164,7 +164,7 @@ def apply_hunks(text: str, hunks: list[Hunk], target: str) -> str:
         if found is None:
             raise WorkspaceError(
                 "PATCH_CONFLICT",
-                f"hunk {number} ({hunk.header[:40]!r}) does not match the current content of {target!r} "
+                f"hunk {number} ({hunk.header[:40]!r}) does not match the current content of {shown(target)} "
                 f"near line {hunk.old_start}; read the file again and rebuild the diff",
                 details={"hunk": number},
             )

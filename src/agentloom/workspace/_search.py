@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Literal
 
+from agentloom.workspace._names import render_name
 from agentloom.workspace.paths import (
     LOCK_DIR,
     SANDBOX_ROOT,
@@ -128,7 +129,8 @@ def list_dir(b: Beneath, raw: object, *, cursor: object, limit: object) -> Listi
                 length = e.stat(follow_symlinks=False).st_size if kind == "file" else None
             except OSError:
                 length = None
-            out.append(ListEntry(name=e.name, path=rel.child(e.name).display, kind=kind, size=length))
+            child = rel.child(e.name)
+            out.append(ListEntry(name=child.display_name, path=child.display, kind=kind, size=length))
     finally:
         os.close(fd)
     more = len(entries) > size
@@ -212,6 +214,7 @@ def _glob_visit(
         if not budget.spend():
             return
         name = entry.name
+        printed = render_name(name)  # patterns match names as the tools print them
         is_dir = entry.is_dir(follow_symlinks=False)
         child: set[int] = set()
         matched = False
@@ -223,7 +226,7 @@ def _glob_visit(
                 matched = matched or i == last
                 if is_dir:
                     child.add(i)
-            elif _name_matches(name, part):
+            elif _name_matches(printed, part):
                 matched = matched or i == last
                 if i < last and is_dir:
                     child.add(i + 1)

@@ -3,22 +3,23 @@
 At the end of a run: every scope of the run loses its write right, the writers are
 revoked (the sandbox must *confirm* that no process of the run is left), ``run.ending``
 is announced, every registered non-persistent folder of the run is deleted, and the
-result is recorded. Anything that fails leaves a retryable cleanup job; nothing here
-runs hooks, so no hook can skip it. Persistent folders stay.
+result is recorded. Anything that fails — an unconfirmed revocation, an entry that cannot
+be deleted — leaves a retryable cleanup job and is never raised: the run has already
+ended. Folders are deleted iteratively through descriptors (``_rmtree``), whatever their
+depth. Nothing here runs hooks, so no hook can skip it. Persistent folders stay.
 """
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from agentloom.ids import new_id
 from agentloom.refs import OwnerRef
 from agentloom.store.ports import Fence, Put, WriteSet
+from agentloom.workspace._rmtree import remove_tree
 from agentloom.workspace.scope import WorkspaceScope, WorkspaceStore
 
 
@@ -56,8 +57,11 @@ class RunCleanup:
         job_id = job_id or new_id()
         run_scopes = [s for s in self.scopes.scopes_for_run(run_id) if s.state != "deleted"]
         errors: list[str] = []
-        await self.scopes.set_state([s for s in run_scopes if s.state == "registered"],
-                                    "revoked", fence)
+        try:
+            await self.scopes.set_state([s for s in run_scopes if s.state == "registered"],
+                                        "revoked", fence)
+        except Exception as exc:  # writers may still hold the folders: nothing is deleted
+            errors.append(f"revoking the write right failed: {_reason(exc)}")
         if self.revoke is not None:
             try:
                 receipt = await self.revoke(run_id, lease_epoch)
@@ -79,10 +83,10 @@ class RunCleanup:
                     kept.append(scope.workspace_scope_id)
                     continue
                 try:  # .../runs/<run>/work: the whole run folder goes
-                    _remove_tree(self.scopes.path(scope).parent)
+                    remove_tree(self.scopes.path(scope).parent)
                     deleted.append(scope.workspace_scope_id)
-                except OSError as exc:
-                    errors.append(f"deleting scope {scope.workspace_scope_id}: {exc.strerror}")
+                except Exception as exc:  # the run has ended: a failure is a job, never raised
+                    errors.append(f"deleting scope {scope.workspace_scope_id}: {_reason(exc)}")
         state = "pending" if errors else "done"
         now = time.time()
         ops: list[Put] = [Put("workspace_scopes", {"workspace_scope_id": sid, "state": "deleted",
@@ -123,17 +127,12 @@ class RunCleanup:
                                                     "owner_id": owner.id})
         if root is not None:
             owners = "workflows" if owner.kind == "workflow" else "agents"
-            _remove_tree(self.scopes.root / owners / str(root["file_root_id"]))
+            remove_tree(self.scopes.root / owners / str(root["file_root_id"]))
         return [s.workspace_scope_id for s in scopes]
 
 
-def _remove_tree(path: Path) -> None:
-    """Delete a folder without following symlinks out of it (``shutil.rmtree`` uses fds)."""
-    if not path.exists() and not path.is_symlink():
-        return
-    if path.is_symlink():
-        path.unlink()
-        return
-    if not shutil.rmtree.avoids_symlink_attacks:  # pragma: no cover - not on Linux
-        raise OSError("refusing to delete: this platform's rmtree can follow symlinks")
-    shutil.rmtree(path)
+def _reason(exc: Exception) -> str:
+    """A failure as a cleanup job records it: no traceback, no host path."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{type(exc).__name__}: {exc}"

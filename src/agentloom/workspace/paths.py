@@ -8,7 +8,8 @@ the file tools do with the descriptors (``files.py``) or which root a scope maps
 
 ``WorkspaceError`` (defined in ``_errors.py``) is re-exported here. Messages name the
 *relative* path and say how to fix the call; the host root never appears in a message, a
-result or a ``repr``.
+result or a ``repr``. Paths are printed and read back in the escaped form of ``_names.py``
+(undecodable bytes as ``\\xNN``); ``RelPath.parts`` hold the real names.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import Literal
 from agentloom.workspace._errors import CATEGORIES as CATEGORIES
 from agentloom.workspace._errors import WorkspaceError as WorkspaceError
 from agentloom.workspace._errors import WorkspaceErrorCode as WorkspaceErrorCode
+from agentloom.workspace._names import real_name, render_name
+from agentloom.workspace._names import shown as shown
 
 PATH_MAX = 4096
 NAME_MAX = 255
@@ -41,21 +44,24 @@ Resolution = Literal["auto", "openat2", "walk"]
 """``auto`` uses openat2 when the kernel has it, else the walk; the others force one."""
 
 
-def shown(text: str) -> str:
-    """A path as it may appear in a message: quoted, control characters escaped, bounded."""
-    return repr(text if len(text) <= 160 else text[:150] + "…" + text[-8:])
-
-
 @dataclass(frozen=True, slots=True)
 class RelPath:
-    """A checked path relative to the workspace root; ``..`` is kept for the kernel to judge."""
+    """A checked path relative to the workspace root; ``..`` is kept for the kernel to judge.
+
+    ``parts`` are the real names (``surrogateescape`` for bytes that are not UTF-8);
+    ``display`` and ``display_name`` are their printed forms, which results and messages use.
+    """
 
     parts: tuple[str, ...]
     trailing_slash: bool = False
 
     @property
     def display(self) -> str:
-        return "/".join(self.parts) or "."
+        return "/".join(render_name(p) for p in self.parts) or "."
+
+    @property
+    def display_name(self) -> str:
+        return render_name(self.name)
 
     @property
     def kernel(self) -> bytes:
@@ -101,20 +107,29 @@ def parse_path(raw: object, *, what: str = "path") -> RelPath:
             "give a path relative to the workspace (or under /work/), e.g. 'src/app.py'",
         )
     try:
-        encoded = os.fsencode(text)
+        text.encode("utf-8")
     except UnicodeEncodeError:
         raise WorkspaceError("INVALID_PATH", f"{what} {shown(raw)} is not valid text; use UTF-8") from None
+    names: list[str] = []
+    for component in text.split("/"):
+        name = real_name(component)
+        if name is None:
+            raise WorkspaceError(
+                "INVALID_PATH",
+                f"{what} {shown(raw)} escapes bytes that are text: \\xNN stands only for a byte that "
+                "is not UTF-8; write other characters as themselves and a backslash before 'xNN' as \\\\",
+            )
+        names.append(name)
+    encoded = b"/".join(os.fsencode(n) for n in names)
     if len(encoded) >= PATH_MAX:
         raise WorkspaceError(
             "PATH_TOO_LONG", f"{what} is {len(encoded)} bytes long; paths must be under {PATH_MAX} bytes"
         )
-    for component in text.split("/"):
-        if len(os.fsencode(component)) > NAME_MAX:
-            raise WorkspaceError(
-                "NAME_TOO_LONG",
-                f"{what} {shown(raw)} has a name longer than {NAME_MAX} bytes; shorten it",
-            )
-    parts = tuple(c for c in text.split("/") if c not in ("", "."))
+    if any(len(os.fsencode(n)) > NAME_MAX for n in names):
+        raise WorkspaceError(
+            "NAME_TOO_LONG", f"{what} {shown(raw)} has a name longer than {NAME_MAX} bytes; shorten it"
+        )
+    parts = tuple(n for n in names if n not in ("", "."))
     trailing = text.endswith("/") or text.endswith("/.") or text == "."
     return RelPath(parts, trailing_slash=trailing and bool(parts))
 
@@ -360,7 +375,7 @@ class Beneath:
         if stat.S_ISLNK(st.st_mode):
             raise WorkspaceError(
                 "SYMLINK_REFUSED",
-                f"{shown(rel.display)} goes through the symbolic link {shown(name)}, "
+                f"{shown(rel.display)} goes through the symbolic link {shown(render_name(name))}, "
                 "which this host does not follow; use the real path",
             ) from None
 
