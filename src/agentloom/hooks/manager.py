@@ -5,12 +5,21 @@ with its timeout, and turning what it returned into a validated decision or a
 recorded failure. It does not apply or commit anything — the pipeline commits
 each accepted decision with its change set and the chain cursor before the next
 hook runs.
+
+Each hook runs in a task of its own, so nothing its code does reaches the caller::
+
+    caller ── waits (timeout_s, the run's stop) ──► hook task: runner.run → parse_decision
+      │ any exception the hook raises — even SystemExit, KeyboardInterrupt or its own
+      │ CancelledError — is returned by the hook task, never raised: ``failed``
+      │ timeout: the hook task is cancelled and not waited for: ``timed_out``
+      │ the run stopped: the hook task is cancelled and not waited for: ``abandoned``
+      ▼ the caller's own task cancelled (the runtime stopping): cancels the hook, re-raised
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -24,6 +33,9 @@ from agentloom.hooks.decision import (
 )
 from agentloom.hooks.runner import HookRunner, PythonHookRunner
 from agentloom.hooks.spec import HookSpec, Timing, config_version
+from agentloom.pipeline.cancel import CancelToken
+
+DIAGNOSTIC_LIMIT = 500  # characters of a hook's exception message kept in its diagnostic
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +82,7 @@ class HookManager:
             if hook.timeout_s <= 0:
                 raise ConfigError(f"hook {hook.hook_id!r}: timeout_s must be positive")
         self._cache: dict[tuple[Any, ...], tuple[HookSpec, ...]] = {}
+        self._pending: set[asyncio.Task[Any]] = set()  # given-up hook tasks not yet ended
 
     def get(self, hook_id: str) -> HookSpec | None:
         return self._by_id.get(hook_id)
@@ -99,22 +112,108 @@ class HookManager:
             self._cache[key] = cached
         return cached
 
-    async def run(self, spec: HookSpec, event: Mapping[str, Any]) -> HookRun:
-        """Run one hook. Its exception, timeout or invalid return is a *hook failure*
-        (fail-open for this hook only), reported in the returned status."""
+    def runner(self, kind: str) -> HookRunner:
+        """The runner of handler kind ``kind`` (``python`` is always there)."""
+        return self._runners[kind]
+
+    async def run(
+        self, spec: HookSpec, event: Mapping[str, Any], *, cancel: CancelToken | None = None
+    ) -> HookRun:
+        """Run one hook. Whatever its code does — raises anything, returns no valid decision,
+        runs past its timeout — is a *hook failure* (fail-open for this hook only), reported
+        in the returned status. When ``cancel`` (the run's stop) is set before or while the
+        hook runs, the hook is ``abandoned``: not started, or no longer waited for.
+
+        Only the cancellation of the calling task itself propagates (the runtime's own).
+        """
+        if cancel is not None and cancel.is_set:
+            return HookRun("abandoned", None, f"the run was stopped ({cancel.reason}) before "
+                           f"hook {spec.hook_id!r} ran; it was not run")
         runner = self._runners[spec.handler.kind]
+        frozen = freeze(event)
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(_contained(lambda: runner.run(spec, frozen)))
+        # One future settled by whichever comes first: the hook ends, its timeout, the stop.
+        settled: asyncio.Future[str] = loop.create_future()
+        task.add_done_callback(lambda _: _settle(settled, "done"))
+        timer = loop.call_later(spec.timeout_s, _settle, settled, "timed_out")
+        remove = None if cancel is None else cancel.add_callback(
+            lambda: _settle(settled, "stopped"))
         try:
-            async with asyncio.timeout(spec.timeout_s):
-                raw = await runner.run(spec, freeze(event))
-        except TimeoutError:
-            return HookRun("timed_out", None, f"hook {spec.hook_id!r} timed out after {spec.timeout_s}s")
+            why = await settled
         except asyncio.CancelledError:
+            self._give_up(task)  # the caller was cancelled: the runtime stopping, not the hook
             raise
-        except Exception as exc:
-            message = redact_secrets(f"{type(exc).__name__}: {exc}")
+        finally:
+            timer.cancel()
+            if remove is not None:
+                remove()
+        if why == "stopped":
+            self._give_up(task)
+            return HookRun("abandoned", None, f"the run was stopped ({_reason(cancel)}) "
+                           f"while hook {spec.hook_id!r} ran; it was not waited for")
+        if why == "timed_out":
+            self._give_up(task)
+            return HookRun("timed_out", None,
+                           f"hook {spec.hook_id!r} timed out after {spec.timeout_s}s")
+        outcome: ParsedDecision | _Raised | _Invalid
+        if task.cancelled():  # only ever cancelled by us, above; kept for completeness
+            outcome = _Raised(asyncio.CancelledError())
+        elif (error := task.exception()) is not None:  # what _contained let through
+            outcome = _Raised(error)
+        else:
+            outcome = task.result()
+        if isinstance(outcome, _Raised):
+            message = _describe(outcome.error)
             return HookRun("failed", None, f"hook {spec.hook_id!r} raised {message}")
-        try:
-            parsed = parse_decision(raw)
-        except InvalidDecision as exc:
-            return HookRun("invalid", None, f"hook {spec.hook_id!r}: {exc}")
-        return HookRun("succeeded", parsed, None)
+        if isinstance(outcome, _Invalid):
+            return HookRun("invalid", None, f"hook {spec.hook_id!r}: {outcome.message}")
+        return HookRun("succeeded", outcome, None)
+
+    def _give_up(self, task: asyncio.Task[Any]) -> None:
+        """Cancel a hook task without waiting for it; keep it referenced until it ends."""
+        task.cancel()
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+
+@dataclass(frozen=True, slots=True)
+class _Raised:
+    error: BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class _Invalid:
+    message: str
+
+
+async def _contained(call: Callable[[], Awaitable[Any]]) -> ParsedDecision | _Raised | _Invalid:
+    """Run a hook and parse its decision, returning — never raising — whatever its code raised."""
+    try:
+        raw = await call()
+    except GeneratorExit:  # this coroutine is being closed: it must not go on
+        raise
+    except BaseException as exc:  # the hook's own code; the caller's cancellation never lands here
+        return _Raised(exc)
+    try:
+        return parse_decision(raw)
+    except InvalidDecision as exc:
+        return _Invalid(str(exc))
+    except Exception as exc:  # a returned object that misbehaves when read
+        return _Invalid(f"its decision could not be read: {_describe(exc)}")
+
+
+def _reason(cancel: CancelToken | None) -> str | None:
+    return cancel.reason if cancel is not None else None
+
+
+def _settle(future: asyncio.Future[str], why: str) -> None:
+    if not future.done():
+        future.set_result(why)
+
+
+def _describe(error: BaseException) -> str:
+    text = redact_secrets(f"{type(error).__name__}: {error}")
+    if len(text) > DIAGNOSTIC_LIMIT:
+        text = text[: DIAGNOSTIC_LIMIT - 1] + "…"
+    return text

@@ -9,6 +9,10 @@ record maps onto the payload, so the executed value and the recorded value can
 never differ. One hook's changes are checked together: the same value written
 twice merges; different values for one path, or a parent and its child both
 written, is ``HOOK_PATCH_CONFLICT`` and every patch of that hook is dropped.
+
+Every value a patch carries must be plain JSON (an object with string keys, an array, a
+string, a finite number, a boolean or null); it is copied into plain ``dict`` / ``list``
+values, so a value read from the read-only event can be written back.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from agentloom.catalog.spec import freeze_json, thaw_json
+from agentloom.errors import CatalogError
 
 PatchOpName = Literal["add", "replace", "remove"]
 _OPS = ("add", "replace", "remove")
@@ -116,6 +123,18 @@ def split_pointer(path: str) -> tuple[str, ...]:
     return tuple(t.replace("~1", "/").replace("~0", "~") for t in path[1:].split("/"))
 
 
+def json_value(value: Any, where: str) -> Any:
+    """A plain-JSON copy of ``value`` (mappings become dicts, tuples lists), or ``PatchInvalid``
+    naming what is not JSON."""
+    try:
+        return thaw_json(freeze_json(value, where=where))
+    except CatalogError as exc:
+        raise PatchInvalid("HOOK_PATCH_INVALID", exc.error.message) from None
+    except RecursionError:
+        raise PatchInvalid("HOOK_PATCH_INVALID",
+                           f"{where}: nested too deeply (or contains itself)") from None
+
+
 def _parse_op(raw: Any, where: str) -> PatchOp:
     if not isinstance(raw, Mapping):
         raise PatchInvalid("HOOK_PATCH_INVALID", f"{where}: a patch operation must be an object")
@@ -134,13 +153,15 @@ def _parse_op(raw: Any, where: str) -> PatchOp:
     extra = set(raw) - {"op", "path", "value"}
     if extra:
         raise PatchInvalid("HOOK_PATCH_INVALID", f"{where}: unexpected fields {sorted(extra)}")
-    return PatchOp(op, path, copy.deepcopy(raw.get("value")))
+    return PatchOp(op, path, json_value(raw.get("value"), f"{where}.value") if op != "remove" else None)
 
 
 def parse_payload_patch(raw: Any) -> PayloadPatch | None:
     """Accept a ``PayloadPatch``, a list of operations, or ``{"ops": [...], "expected_version": n}``."""
-    if raw is None or isinstance(raw, PayloadPatch):
-        return raw
+    if raw is None:
+        return None
+    if isinstance(raw, PayloadPatch):  # built by the hook's code: checked like any other
+        raw = {"ops": _as_dicts(raw.ops), "expected_version": raw.expected_version}
     expected: Any = None
     if isinstance(raw, Mapping):
         extra = set(raw) - {"ops", "expected_version"}
@@ -158,8 +179,10 @@ def parse_payload_patch(raw: Any) -> PayloadPatch | None:
 
 def parse_context_patch(raw: Any) -> ContextPatch | None:
     """Accept a ``ContextPatch`` or ``{"base_revision": n, "changes": [{record_id, op, path, value}]}``."""
-    if raw is None or isinstance(raw, ContextPatch):
-        return raw
+    if raw is None:
+        return None
+    if isinstance(raw, ContextPatch):  # built by the hook's code: checked like any other
+        raw = {"base_revision": raw.base_revision, "changes": _as_dicts(raw.changes)}
     if not isinstance(raw, Mapping):
         raise PatchInvalid("HOOK_PATCH_INVALID", "context_patch must be an object")
     extra = set(raw) - {"base_revision", "changes"}
@@ -192,6 +215,27 @@ def parse_context_patch(raw: Any) -> ContextPatch | None:
             ContextChange(record_id, op.op, op.path, op.value, rev, bool(item.get("shared", False)))
         )
     return ContextPatch(tuple(changes), base)
+
+
+def _as_dicts(items: Any) -> Any:
+    """``PatchOp`` / ``ContextChange`` values as the mappings the parsers check."""
+    if not isinstance(items, Sequence) or isinstance(items, str | bytes):
+        return items
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, PatchOp):
+            out.append(item.to_dict())
+        elif isinstance(item, ContextChange):
+            change = {"record_id": item.record_id, "op": item.op, "path": item.path,
+                      "shared": item.shared}
+            if item.base_revision is not None:  # else the patch's own base_revision applies
+                change["base_revision"] = item.base_revision
+            if item.op != "remove":
+                change["value"] = item.value
+            out.append(change)
+        else:
+            out.append(item)
+    return out
 
 
 # -- normalisation ---------------------------------------------------------------------

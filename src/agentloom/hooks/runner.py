@@ -1,11 +1,12 @@
 """Hook runners: the port that executes a hook's code, and the in-process Python runner.
 
-Command (sandboxed), HTTP and MCP runners implement the same ``HookRunner`` port.
+Command (sandboxed), HTTP and MCP runners implement the same ``HookRunner`` port. A runner
+only runs the code: the ``HookManager`` bounds it with the hook's timeout, contains whatever
+it raises and abandons it when the run stops.
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 from collections.abc import Callable, Mapping
@@ -13,6 +14,7 @@ from typing import Any, Protocol
 
 from agentloom.errors import ConfigError
 from agentloom.hooks.spec import HookSpec
+from agentloom.hooks.threads import HookThreads
 
 
 class HookRunner(Protocol):
@@ -43,12 +45,19 @@ def resolve_ref(ref: str) -> Callable[..., Any]:
 class PythonHookRunner:
     """Calls ``module:function`` (or a callable registered under that ref) in this process.
 
-    Coroutine functions are awaited; plain functions run in a worker thread so a
-    blocking hook cannot stall the event loop and its timeout still applies.
+    Coroutine functions are awaited; plain functions run on ``threads``, the runner's own
+    bounded pool of daemon threads (never asyncio's default executor, which file tools
+    share), so a blocking hook stalls neither the event loop nor anything else.
     """
 
-    def __init__(self, functions: Mapping[str, Callable[..., Any]] | None = None) -> None:
+    def __init__(
+        self,
+        functions: Mapping[str, Callable[..., Any]] | None = None,
+        *,
+        threads: HookThreads | None = None,
+    ) -> None:
         self._functions: dict[str, Callable[..., Any]] = dict(functions or {})
+        self.threads = threads or HookThreads()
 
     def register(self, ref: str, function: Callable[..., Any]) -> None:
         self._functions[ref] = function
@@ -64,7 +73,7 @@ class PythonHookRunner:
         fn = self.function(spec.handler.ref)
         if inspect.iscoroutinefunction(fn):
             return await fn(event)
-        result = await asyncio.to_thread(fn, event)
+        result = await self.threads.run(fn, event)
         if inspect.isawaitable(result):
             return await result
         return result

@@ -2,8 +2,12 @@
 
 Each hook runs on a read-only event; its decision and normalised change set are
 validated, applied and committed with the advanced cursor before the next hook
-runs. A deny ends the chain. After a crash, a hook that started without a
-committed decision is ``indeterminate``: recorded, not run again, fail-open.
+runs. A deny ends the chain. A patch is checked against the hook point's shape
+(the payload against the capability's input schema, a result against the result's
+form) before it is used. A stop of the run while a hook runs ends the chain: the
+hook is ``abandoned`` and the call ``cancelled``. After a crash, a hook that
+started without a committed decision is ``indeterminate``: recorded, not run
+again, fail-open.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from agentloom.context.manager import ContextManager, call_record_id
 from agentloom.errors import CatalogError, RevisionConflict
 from agentloom.hooks.manager import HookManager
 from agentloom.hooks.patch import CallRecord, ChangeSet, PatchInvalid, apply_ops, normalise
+from agentloom.hooks.shapes import check_payload, check_result
 from agentloom.hooks.spec import HookSpec
 from agentloom.pipeline import crashpoints
 from agentloom.pipeline.context import Request
@@ -43,6 +48,12 @@ class HookChain:
     ) -> OperationResult:
         raise NotImplementedError
 
+    async def _stopped(
+        self, state: OperationState, request: Request, hook: HookSpec, position: int,
+        timing: str, record: dict[str, Any],
+    ) -> OperationResult:
+        raise NotImplementedError
+
     async def _run_chain(
         self,
         state: OperationState,
@@ -56,12 +67,14 @@ class HookChain:
         for position in range(start, len(chain)):
             hook = chain[position]
             event = self._hook_event(state, request, timing)
-            run = await self.hooks.run(hook, event)
+            run = await self.hooks.run(hook, event, cancel=request.context.cancel)
             record: dict[str, Any] = {
                 "hook_id": hook.hook_id, "config_version": self.hooks.version,
                 "input_version": state.payload_version, "status": run.status,
                 "diagnostic": run.diagnostic,
             }
+            if run.status == "abandoned":
+                return await self._stopped(state, request, hook, position, timing, record)
             changes = ChangeSet((), ())
             context_ops: list[Op] = []
             parsed = run.decision
@@ -137,8 +150,7 @@ class HookChain:
         new_doc = apply_ops(event, changes.ops)
         if timing == "before":
             payload = new_doc.get("payload")
-            if not isinstance(payload, dict):
-                raise PatchInvalid("HOOK_PATCH_INVALID", "the payload must stay an object")
+            check_payload(payload)
             errors = self.registry.validator(ctx.catalog, spec.capability_key).errors(payload)
             if errors and changes.ops:
                 raise PatchInvalid(
@@ -146,9 +158,10 @@ class HookChain:
                     "patched arguments do not match the schema: " + "; ".join(errors[:3]),
                 )
         else:
+            check_result(new_doc.get("result"))
             try:
                 patched = ToolResult.from_dict(new_doc["result"])
-            except (KeyError, TypeError, ValueError) as exc:
+            except Exception as exc:  # a shape check_result let through is still refused here
                 raise PatchInvalid("HOOK_PATCH_INVALID", f"patched result is invalid: {exc}") from exc
             if state.raw is not None and patched.status != state.raw["status"]:
                 raise PatchInvalid("HOOK_PATCH_PROTECTED", "a hook cannot change a result's status")

@@ -401,6 +401,33 @@ class InvocationPipeline(HookChain):
             crash_after="hook_committed",
         )
 
+    async def _stopped(
+        self, state: OperationState, request: Request, hook: HookSpec, position: int,
+        timing: str, record: dict[str, Any],
+    ) -> OperationResult:
+        """The run was stopped while ``hook`` ran (or before it could): the hook is recorded
+        ``abandoned`` and the call ends ``cancelled`` — before execution nothing ran; after
+        it, the raw result is kept and no effective result is saved."""
+        stop = request.context.cancel.reason
+        record["cursor"] = None
+        ops: list[Op] = [hook_row(state.operation_id, timing, position, hook.hook_id,
+                                  "abandoned", record)]
+        state.cursor = None
+        if timing == "before":
+            error = OperationError(
+                code="RUN_STOPPED", category="cancelled",
+                message=f"the run was stopped ({stop}) before this call ran",
+                external_outcome="not_started")
+        else:
+            raw_error = (state.raw or {}).get("error")
+            error = OperationError(
+                code="RUN_STOPPED", category="cancelled", phase="deliver",
+                message=f"the run was stopped ({stop}) while the call's after-hooks ran; "
+                "it had run, and its result was not delivered",
+                external_outcome=raw_error["external_outcome"] if raw_error else "known")
+        return await self._finish(state, request, "cancelled", None, error=error, pending=ops,
+                                  crash_after="hook_committed")
+
     async def _deliver(
         self, state: OperationState, request: Request, pending: list[Op], *,
         raw_merged: bool = False, raw_obj: ToolResult | None = None,
