@@ -41,19 +41,25 @@ EXTERNAL_OUTCOMES: tuple[str, ...] = get_args(ExternalOutcome)
 _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 [REDACTED]"),
     (re.compile(r"\b(sk|pk|rk|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{8,}"), "[REDACTED]"),
-    (
+    (  # also a URL's query: postgresql://host/db?password=…, libpq's sslpassword=…
         re.compile(
-            r"(?i)\b(api[_-]?key|apikey|token|secret|password|passwd|authorization)"
+            r"(?i)\b(api[_-]?key|apikey|token|secret|(?:ssl)?password|passwd|authorization)"
             r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
         ),
         r"\1\2[REDACTED]",
     ),
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s:@]+):([^/\s@]+)@"), r"\1\2:[REDACTED]@"),
+    # A URL's password: scheme://user:***@host. It runs to the authority's last "@" (as
+    # urllib splits it), so a password holding an unencoded "@" is masked whole.
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s:@]*):([^/?#\s]*)@"), r"\1\2:***@"),
 )
 
 
 def redact_secrets(text: str) -> str:
-    """Return ``text`` with credentials (bearer tokens, API keys, URL passwords) masked."""
+    """Return ``text`` with credentials masked: bearer tokens, API keys, ``key=value``
+    secrets and a URL's password (``postgresql://user:***@host/db``).
+
+    The one redaction of the code base: error messages, the CLI's hints, errors and log lines.
+    """
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text

@@ -91,7 +91,7 @@ def test_cli_run_config_error_exits_2_and_names_the_key_path(tmp_path: Path, cli
     result = cli("run", str(config), "x", "--store", cli.store, "--json")
 
     assert result.exit_code == 2
-    assert result.stdout == ""  # nothing but the JSON result would ever go there
+    assert json.loads(result.stdout)["error"]["code"] == "CONFIG_INVALID"  # --json: an error object
     assert "agents.main.tools[1]" in result.stderr and "fs.raed" in result.stderr
 
 

@@ -3,6 +3,7 @@ store resolution order, and errors that exit 2. In process, offline, on SQLite."
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -148,7 +149,8 @@ def test_cli_runs_commands_on_a_missing_sqlite_store_exit_2_and_create_nothing(
                  ["runs", "list", "--store", missing]):
         result = cli(*args, "--json")
         assert result.exit_code == 2, args
-        assert "no store at" in result.stderr and result.stdout == ""
+        assert "no store at" in result.stderr
+        assert result.stdout == "" or json.loads(result.stdout)["error"]["code"] == "STORE_NOT_FOUND"
     assert not (tmp_path / ".agentloom").exists() and not (tmp_path / "nowhere").exists()
 
 

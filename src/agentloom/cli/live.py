@@ -12,7 +12,7 @@ from typing import Any
 from agentloom.agent import RunHandle, RunResult, Runtime
 from agentloom.cli import render
 from agentloom.cli.errors import CliFailure
-from agentloom.cli.output import stderr_console, stdout_console
+from agentloom.cli.output import say, stderr_console, stdout_console
 
 __all__ = ["consume", "drive", "run_sync"]
 
@@ -29,7 +29,7 @@ async def drive(runtime: Runtime, begin: Callable[[], Awaitable[RunHandle]], *,
         stops: list[asyncio.Future[None]] = []
 
         def interrupt(name: str) -> None:
-            stderr_console().print(f"{name}: stopping run {handle.run_id} (again to quit at once)")
+            say(stderr_console(), f"{name}: stopping run {handle.run_id} (again to quit at once)")
             stops.append(asyncio.ensure_future(handle.stop(f"interrupted ({name})")))
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
@@ -66,4 +66,4 @@ def run_sync(main: Coroutine[Any, Any, RunResult]) -> RunResult:
         return asyncio.run(main)
     except KeyboardInterrupt:  # a second Ctrl-C: quit now, the run stays resumable
         raise CliFailure("interrupted before the run finished; continue it with "
-                         "`agentloom runs resume RUN_ID --config CONFIG`") from None
+                         "`agentloom runs resume RUN_ID --config CONFIG`", code="INTERRUPTED") from None

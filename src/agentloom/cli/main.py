@@ -2,7 +2,10 @@
 ``worker``, ``init``. Every command takes ``--json``; docs/cli.md is the reference.
 
 Output discipline: with ``--json`` stdout holds exactly one JSON value and nothing else; logs,
-warnings and error messages always go to stderr. Exit codes are in ``cli.errors``.
+warnings and error messages always go to stderr. Exit codes are in ``cli.errors``. A command
+raises what goes wrong; the top-level group (``output.ReportingGroup``) reports it as
+``error: CODE: message``, with the traceback only under the global ``--debug``. Text for people
+goes through ``terminal.printable`` and a store URL through ``redact_secrets``.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, UsageFailure
 from agentloom.cli.jsonl import append_jsonl
 from agentloom.cli.live import drive, run_sync
 from agentloom.cli.output import (
+    ReportingGroup,
     print_json,
-    reported,
+    say,
     setup_logging,
     stderr_console,
     stdout_console,
@@ -37,15 +41,27 @@ from agentloom.cli.stores import open_existing_store, resolve_store_url
 from agentloom.cli.views import run_detail, run_summaries
 from agentloom.cli.worker import work
 from agentloom.config import Config, load_config
+from agentloom.errors import redact_secrets
 from agentloom.store import Store
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(name="agentloom", no_args_is_help=True, add_completion=False,
+app = typer.Typer(name="agentloom", cls=ReportingGroup, no_args_is_help=True, add_completion=False,
                   pretty_exceptions_enable=False,
                   help="Run AgentLoom agents from a YAML config and inspect their runs.")
 runs_app = typer.Typer(no_args_is_help=True, help="Inspect and control runs in a store.")
 app.add_typer(runs_app, name="runs")
+
+
+@app.callback()
+def _global_options(
+    debug: Annotated[bool, typer.Option(
+        "--debug", help="On a failure, also print its traceback (before the command name: "
+        "agentloom --debug runs list).")] = False,
+) -> None:
+    """Run AgentLoom agents from a YAML config and inspect their runs."""
+    # --debug is read by ReportingGroup from the command line: a failure can come before
+    # this callback runs (a bad option) and after it has returned.
 
 # -- shared options --------------------------------------------------------------------------
 
@@ -88,12 +104,11 @@ def _finish(result: RunResult, agent: str | None, as_json: bool, store_url: str 
         print_json({**result.to_dict(), "agent": agent})
     else:
         render.print_result(stdout_console(), result)
-        if store_url is not None:
-            where = f" --store {store_url}"
-            stdout_console().print(
-                f"\nEvery call is recorded. See them with:\n"
+        if store_url is not None:  # the password, if any, stays with the user
+            where = f" --store {redact_secrets(store_url)}"
+            say(stdout_console(), "\nEvery call is recorded. See them with:\n"
                 f"  agentloom runs show {result.run_id}{where}\n"
-                f"  agentloom runs events {result.run_id}{where}", highlight=False, markup=False)
+                f"  agentloom runs events {result.run_id}{where}")
     raise typer.Exit(EXIT_OK if result.status == "succeeded" else EXIT_FAILED)
 
 
@@ -116,13 +131,12 @@ def run(
     or config error.
     """
     setup_logging()
-    with reported():
-        text = _read_task(task)
-        cfg = load_config(config)
-        name = _default_agent(cfg, agent)
-        runtime = runtime_from_config(cfg, store=store)
-        result = run_sync(drive(
-            runtime, lambda: runtime.start(text, agent=name, session=session), as_json=as_json))
+    text = _read_task(task)
+    cfg = load_config(config)
+    name = _default_agent(cfg, agent)
+    runtime = runtime_from_config(cfg, store=store)
+    result = run_sync(drive(
+        runtime, lambda: runtime.start(text, agent=name, session=session), as_json=as_json))
     _finish(result, name, as_json, runtime.store_url)
 
 
@@ -147,7 +161,7 @@ def runs_list(
 ) -> None:
     """List runs, newest first."""
     setup_logging()
-    with reported(), _store(store, config) as opened:
+    with _store(store, config) as opened:
         runs = run_summaries(opened, limit)
     if as_json:
         print_json(runs)
@@ -168,10 +182,10 @@ def runs_show(
     effective result (truncated here; complete with --json).
     """
     setup_logging()
-    with reported(), _store(store, config) as opened:
+    with _store(store, config) as opened:
         detail = run_detail(opened, run_id)
         if detail is None:
-            raise UsageFailure(f"no run {run_id!r} in this store")
+            raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
     if as_json:
         print_json(detail)
     else:
@@ -190,16 +204,16 @@ def runs_events(
 ) -> None:
     """The run's events (run, model, tool and delegation calls), oldest first."""
     setup_logging()
-    with reported(), _store(store, config) as opened:
+    with _store(store, config) as opened:
         if opened.get("runs", {"run_id": run_id}) is None:
-            raise UsageFailure(f"no run {run_id!r} in this store")
+            raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
         events = [e.to_dict() for e in run_events(opened, run_id)]
         if append_to is not None:
             report = append_jsonl(append_to, events)
             warning = report.warning()
             if warning:
-                stderr_console().print(f"warning: {warning}", markup=False)
-            stderr_console().print(f"appended {report.appended} event(s) to {append_to}", markup=False)
+                say(stderr_console(), f"warning: {warning}")
+            say(stderr_console(), f"appended {report.appended} event(s) to {append_to}")
     if as_json:
         print_json(events)
     else:
@@ -219,16 +233,15 @@ def runs_resume(
     Exits like `run`.
     """
     setup_logging()
-    with reported():
-        cfg = load_config(config)
-        url = resolve_store_url(store, config)
-        with _store(url, None) as opened:
-            row = opened.get("runs", {"run_id": run_id})
-        if row is None:
-            raise UsageFailure(f"no run {run_id!r} in this store")
-        runtime = runtime_from_config(cfg, store=url)
-        result = run_sync(drive(runtime, lambda: runtime.resume(run_id), as_json=as_json,
-                                  live=row["status"] == "running"))
+    cfg = load_config(config)
+    url = resolve_store_url(store, config)
+    with _store(url, None) as opened:
+        row = opened.get("runs", {"run_id": run_id})
+    if row is None:
+        raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
+    runtime = runtime_from_config(cfg, store=url)
+    result = run_sync(drive(runtime, lambda: runtime.resume(run_id), as_json=as_json,
+                              live=row["status"] == "running"))
     _finish(result, row["data"].get("agent"), as_json)
 
 
@@ -250,33 +263,29 @@ def worker(
     when every run it finished succeeded, 1 otherwise.
     """
     setup_logging()
-    with reported():
-        cfg = load_config(config)
-        runtime = runtime_from_config(cfg, store=store)
-        out = stdout_console()
+    cfg = load_config(config)
+    runtime = runtime_from_config(cfg, store=store)
+    out = stdout_console()
 
-        def finished(result: RunResult) -> None:
-            warn_unconfirmed(result)
-            if not as_json:
-                out.print(f"run {result.run_id}: {result.status}"
-                          + (f" — {result.output}" if result.output else ""),
-                          highlight=False, markup=False)
-
-        def left(run_id: str, why: str) -> None:
-            stderr_console().print(f"left run {run_id}: {_LEFT.get(why, why)}",
-                                   highlight=False, markup=False)
-
+    def finished(result: RunResult) -> None:
+        warn_unconfirmed(result)
         if not as_json:
-            stderr_console().print(f"worker on {runtime.store_url}: "
-                                   + ("one sweep" if once else f"a sweep every {poll:g}s"),
-                                   highlight=False, markup=False)
-        report = asyncio.run(work(runtime, once=once, poll_s=poll, on_finished=finished,
-                                  on_left=left))
+            say(out, f"run {result.run_id}: {result.status}",
+                f" — {result.output}" if result.output else "")
+
+    def left(run_id: str, why: str) -> None:
+        say(stderr_console(), f"left run {run_id}: {_LEFT.get(why, why)}")
+
+    if not as_json:
+        say(stderr_console(), f"worker on {redact_secrets(str(runtime.store_url))}: ",
+            "one sweep" if once else f"a sweep every {poll:g}s")
+    report = asyncio.run(work(runtime, once=once, poll_s=poll, on_finished=finished,
+                              on_left=left))
     if as_json:
         print_json({"resumed": [r.to_dict() for r in report.finished],
                     "left": [{"run_id": k, "reason": v} for k, v in report.left.items()]})
     elif not report.finished:
-        stdout_console().print("no interrupted run to resume")
+        say(stdout_console(), "no interrupted run to resume")
     ok = all(r.status == "succeeded" for r in report.finished)
     raise typer.Exit(EXIT_OK if ok else EXIT_FAILED)
 
@@ -312,32 +321,31 @@ def runs_stop(
     needs --config (to clean its workspace).
     """
     setup_logging()
-    with reported():
-        url = resolve_store_url(store, config)
+    url = resolve_store_url(store, config)
+    with _store(url, None) as opened:
+        row = opened.get("runs", {"run_id": run_id})
+    if row is None:
+        raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
+    previous = row["status"]
+    if previous == "running" and config is None and _lease_expired(row):
+        raise UsageFailure(f"no process holds run {run_id!r} any more (its lease expired); pass "
+                           "--config CONFIG so it can be finished as cancelled and its "
+                           "workspace cleaned up", code="CONFIG_REQUIRED")
+    if config is not None:
+        asyncio.run(_stop_with_config(url, config, run_id, reason))
+    elif previous == "running":
         with _store(url, None) as opened:
-            row = opened.get("runs", {"run_id": run_id})
-        if row is None:
-            raise UsageFailure(f"no run {run_id!r} in this store")
-        previous = row["status"]
-        if previous == "running" and config is None and _lease_expired(row):
-            raise UsageFailure(f"no process holds run {run_id!r} any more (its lease expired); pass "
-                               "--config CONFIG so it can be finished as cancelled and its "
-                               "workspace cleaned up")
-        if config is not None:
-            asyncio.run(_stop_with_config(url, config, run_id, reason))
-        elif previous == "running":
-            with _store(url, None) as opened:
-                asyncio.run(send_control(opened, run_id, STOP, {"reason": reason}))
-        with _store(url, None) as opened:
-            now = opened.get("runs", {"run_id": run_id})
+            asyncio.run(send_control(opened, run_id, STOP, {"reason": reason}))
+    with _store(url, None) as opened:
+        now = opened.get("runs", {"run_id": run_id})
     status = now["status"] if now else previous
     out = {"run_id": run_id, "requested": previous == "running", "status": status}
     if as_json:
         print_json(out)
     elif previous != "running":
-        stdout_console().print(f"run {run_id} had already finished ({previous}); nothing to stop")
+        say(stdout_console(), f"run {run_id} had already finished ({previous}); nothing to stop")
     else:
-        stdout_console().print(f"stop requested for run {run_id} (status now: {status})")
+        say(stdout_console(), f"stop requested for run {run_id} (status now: {status})")
 
 
 def _lease_expired(row: dict[str, Any]) -> bool:
@@ -354,22 +362,22 @@ def runs_supplement(
 ) -> None:
     """Add user input to a running run (its root agent reads it at its next turn)."""
     setup_logging()
-    with reported():
-        if not text.strip():
-            raise UsageFailure("the supplement text is empty")
-        url = resolve_store_url(store, config)
-        with _store(url, None) as opened:
-            row = opened.get("runs", {"run_id": run_id})
-            if row is None:
-                raise UsageFailure(f"no run {run_id!r} in this store")
-            if row["status"] != "running":
-                raise UsageFailure(f"run {run_id!r} is not running ({row['status']})")
-            asyncio.run(send_control(opened, run_id, SUPPLEMENT,
-                                     {"text": text, "consumed_turn": None}))
+    if not text.strip():
+        raise UsageFailure("the supplement text is empty")
+    url = resolve_store_url(store, config)
+    with _store(url, None) as opened:
+        row = opened.get("runs", {"run_id": run_id})
+        if row is None:
+            raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
+        if row["status"] != "running":
+            raise UsageFailure(f"run {run_id!r} is not running ({row['status']})",
+                              code="RUN_NOT_RUNNING")
+        asyncio.run(send_control(opened, run_id, SUPPLEMENT,
+                                 {"text": text, "consumed_turn": None}))
     if as_json:
         print_json({"run_id": run_id, "supplemented": True})
     else:
-        stdout_console().print(f"supplement recorded for run {run_id}")
+        say(stdout_console(), f"supplement recorded for run {run_id}")
 
 
 # -- init ------------------------------------------------------------------------------------
@@ -383,8 +391,7 @@ def init(
     as_json: JsonOpt = False,
 ) -> None:
     """Write an example project that runs offline: agentloom.yaml, turns.yaml, hooks.py."""
-    with reported():
-        files = scaffold(directory, force=force)
+    files = scaffold(directory, force=force)
     config = directory / "agentloom.yaml"
     if as_json:
         print_json({"directory": str(directory), "files": [str(f) for f in files],
@@ -392,8 +399,8 @@ def init(
         return
     console = stdout_console()
     for f in files:
-        console.print(f"wrote {f}")
-    console.print(f"\nnext: agentloom run {config} \"write a note\"")
+        say(console, f"wrote {f}")
+    say(console, f"\nnext: agentloom run {config} \"write a note\"")
 
 
 def main() -> None:

@@ -1,31 +1,43 @@
 """The CLI's output channels: consoles, JSON on stdout, errors on stderr with exit codes.
 
 With ``--json`` stdout holds exactly one JSON value (``print_json``); everything else — logs,
-warnings, error messages — goes to stderr.
+warnings, error messages — goes to stderr. Everything written for people goes through
+``terminal.printable`` (control characters escaped) and error and log text through
+``redact_secrets`` (no store password, no token).
+
+Every failure of every command ends in ``ReportingGroup.main``, the top-level command group:
+it prints ``error: CODE: message`` on stderr (``errors.describe``), a JSON error object on stdout
+with ``--json``, the traceback only with the global ``--debug``, and exits with the failure's
+code.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
+import re
 import sys
-from collections.abc import Iterator
-from typing import Any, NoReturn, TextIO
+import traceback
+from collections.abc import Sequence
+from typing import Any, TextIO
 
-import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
+from typer.core import TyperGroup
 
-from agentloom.agent import RunError, RunResult
-from agentloom.cli.errors import EXIT_FAILED, EXIT_USAGE, CliFailure
-from agentloom.cli.jsonl import JsonlCorrupt
-from agentloom.errors import AgentLoomError, ConfigError
+from agentloom.agent import RunResult
+from agentloom.cli.errors import EXIT_OK, describe
+from agentloom.cli.terminal import plain, printable
+from agentloom.errors import redact_secrets
 
-__all__ = ["fail", "print_json", "reported", "setup_logging", "stderr_console", "stdout_console",
-           "warn_unconfirmed"]
+__all__ = ["ReportingGroup", "print_json", "report", "say", "setup_logging", "stderr_console",
+           "stdout_console", "warn_unconfirmed"]
 
 PIPE_WIDTH = 200  # rich's 80 columns off a terminal would squeeze tables in logs and pipes
+# JSON keeps these as they are (ensure_ascii=False); written as \\u escapes they still decode
+# to the exact text, and no terminal showing the JSON acts on a C1 control or DEL, nor does
+# a lone surrogate make the UTF-8 encoding of stdout fail.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff]")
 
 
 def stdout_console() -> Console:
@@ -39,43 +51,87 @@ def stderr_console() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+def say(console: Console, *parts: object) -> None:
+    """One line for people: ``parts`` joined, control characters escaped, never markup."""
+    console.print(plain("".join(str(p) for p in parts)), highlight=False, soft_wrap=True)
+
+
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
+    text = json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
     sys.stdout.flush()
 
 
-@contextlib.contextmanager
-def reported() -> Iterator[None]:
-    """Turn the failures a user can act on into one stderr message and an exit code."""
-    try:
-        yield
-    except CliFailure as exc:
-        fail(exc.message, exc.exit_code)
-    except ConfigError as exc:
-        fail(exc.error.message, EXIT_USAGE)
-    except RunError as exc:
-        usage = exc.code in ("RUN_NOT_FOUND", "RUN_NOT_RUNNING", "RELEASE_CHANGED")
-        fail(f"{exc.code}: {exc.error.message}", EXIT_USAGE if usage else EXIT_FAILED)
-    except JsonlCorrupt as exc:
-        fail(str(exc), EXIT_FAILED)
-    except OSError as exc:
-        fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), EXIT_FAILED)
-    except AgentLoomError as exc:
-        fail(f"{exc.code}: {exc.error.message}", EXIT_FAILED)
+def report(exc: Exception, *, as_json: bool, debug: bool) -> int:
+    """Tell the user about ``exc``; returns the exit code.
+
+    stderr gets ``error: CODE: message`` (after click's usage line for a bad option, and after
+    the traceback with ``--debug``); stdout gets ``{"error": {"code", "message", "exit_code"}}``
+    with ``--json`` and nothing otherwise.
+    """
+    failure = describe(exc)
+    err = stderr_console()
+    if debug:
+        err.print(plain("".join(traceback.format_exception(exc)).rstrip("\n")), highlight=False,
+                  soft_wrap=True)
+    ctx = getattr(exc, "ctx", None)  # a usage error: show the command's usage
+    if ctx is not None:
+        say(err, ctx.get_usage())
+        say(err, f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.")
+    err.print(Text.assemble(("error:", "bold red"), " ", plain(f"{failure.code}: {failure.message}")),
+              highlight=False, soft_wrap=True)
+    if as_json:
+        print_json({"error": failure.to_dict()})
+    return failure.exit_code
 
 
-def fail(message: str, code: int) -> NoReturn:
-    stderr_console().print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
+def _given(argv: Sequence[str], flag: str) -> bool:
+    """``flag`` anywhere before a ``--``."""
+    return flag in (argv[: argv.index("--")] if "--" in argv else argv)
+
+
+def _given_globally(argv: Sequence[str], flag: str) -> bool:
+    """``flag`` among the options before the command name (``agentloom --debug runs list``)."""
+    for arg in argv:
+        if arg == flag:
+            return True
+        if arg == "--" or not arg.startswith("-"):
+            return False
+    return False
+
+
+class ReportingGroup(TyperGroup):
+    """The ``agentloom`` command group, which reports every failure of its commands.
+
+    Click runs in non-standalone mode underneath, so that a usage error, a store that cannot be
+    opened or a bug all come back here as exceptions and are reported one way (``report``);
+    ``--json`` and ``--debug`` are read from the command line, as a failure may come before
+    (or while) they are parsed.
+    """
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode:
+            return super().main(argv, prog_name, complete_var, False, windows_expand_args, **extra)
+        try:
+            code = super().main(argv, prog_name, complete_var, False, windows_expand_args, **extra)
+        except Exception as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # the help is printed already
+                code = getattr(exc, "exit_code", 2)
+            else:
+                code = report(exc, as_json=_given(argv, "--json"),
+                              debug=_given_globally(argv, "--debug"))
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 
 def warn_unconfirmed(result: RunResult) -> None:
     """One line on stderr when the sandbox could not confirm that the run's commands are gone
     (printed after the live table, never inside it); nothing when it could."""
     if not result.revocation_confirmed:
-        stderr_console().print(f"warning: commands of run {result.run_id} may still be running "
-                               "(their end could not be confirmed)", highlight=False, markup=False,
-                               soft_wrap=True)
+        say(stderr_console(), f"warning: commands of run {result.run_id} may still be running "
+            "(their end could not be confirmed)")
 
 
 class _StderrHandler(logging.StreamHandler[TextIO]):
@@ -95,11 +151,19 @@ class _StderrHandler(logging.StreamHandler[TextIO]):
         pass
 
 
+class _SafeFormatter(logging.Formatter):
+    """A log record as one would show it to people: secrets redacted, control characters
+    escaped (a record may quote a store URL, a tool's output, a model's text)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(redact_secrets(super().format(record)))
+
+
 def setup_logging() -> None:
     """Warnings on stderr, never on stdout."""
     root = logging.getLogger()
     if not root.handlers:
         handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("agentloom: %(levelname)s: %(message)s"))
+        handler.setFormatter(_SafeFormatter("agentloom: %(levelname)s: %(message)s"))
         root.addHandler(handler)
         root.setLevel(logging.WARNING)

@@ -1,6 +1,8 @@
 """Human output of the CLI (rich): the live view of a run and the ``runs`` tables.
 
-Nothing here is used with ``--json``; JSON output is plain ``json.dumps`` on stdout.
+Nothing here is used with ``--json``; JSON output is plain ``json.dumps`` on stdout. Every value
+that comes from a run or a store is shown through ``terminal.plain`` / ``printable``: its control
+characters escaped, its markup printed as text (table cells are ``Text``, never markup strings).
 
 The live view shows one row per model, tool or delegation call — role, call id, capability,
 status and a summary of the actual result — from the run handle's events. On a terminal it
@@ -17,12 +19,12 @@ from typing import Any
 
 from rich.console import Console, Group
 from rich.live import Live
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from agentloom.agent import RunEvent, RunResult
 from agentloom.agent.spec import DELEGATE_PREFIX
+from agentloom.cli.terminal import plain, printable
 from agentloom.cli.views import excerpt
 
 __all__ = ["LiveView", "print_events", "print_result", "print_run_detail", "print_runs"]
@@ -38,7 +40,7 @@ ROW_LIMIT = 80  # a summary in a table row
 
 def _status(status: str | None) -> Text:
     status = status or "—"
-    return Text(status, style=STATUS_STYLE.get(status, ""))
+    return plain(status, STATUS_STYLE.get(status, ""))
 
 
 def _when(at: float | None) -> str:
@@ -79,11 +81,12 @@ class LiveView:
 
     def handle(self, event: RunEvent) -> None:
         data = dict(event.data)
-        role = str(data.get("role") or "")
+        role = printable(data.get("role") or "")
         if event.type == "run.started":
-            self._line(Text.assemble(("run ", "bold"), event.run_id, f" started (agent {data.get('agent')})"))
+            self._line(Text.assemble(("run ", "bold"), plain(
+                f"{event.run_id} started (agent {data.get('agent')})")))
         elif event.type == "model.call.started":
-            self._start(_Call("model", role, f"turn {data.get('turn')}", "—"),
+            self._start(_Call("model", role, printable(f"turn {data.get('turn')}"), "—"),
                         ("model", role, str(data.get("turn"))))
         elif event.type == "model.call.completed":
             calls = data.get("tool_calls")
@@ -93,7 +96,8 @@ class LiveView:
         elif event.type in ("tool.call.started", "delegation.call.started"):
             capability = str(data.get("capability") or "")
             kind = "delegation" if capability.startswith(DELEGATE_PREFIX) else "tool"
-            self._start(_Call(kind, role, capability, str(data.get("call_id") or "—")),
+            self._start(_Call(kind, role, printable(capability),
+                              printable(data.get("call_id") or "—")),
                         ("tool", role, str(data.get("call_id"))))
         elif event.type in ("tool.call.completed", "delegation.call.completed"):
             self._finish(("tool", role, str(data.get("call_id"))), str(data.get("status")),
@@ -110,8 +114,8 @@ class LiveView:
         if call is None:
             return
         summary = summary.removeprefix(f"{status}:").strip()
-        call.status, call.summary = status, excerpt(summary, TEXT_LIMIT)
-        if self._live is None:
+        call.status, call.summary = printable(status), printable(excerpt(summary, TEXT_LIMIT))
+        if self._live is None:  # every field of a _Call is printable() already
             self._line(Text.assemble(
                 f"{call.role:<10} {call.kind:<10} {call.name} ",
                 (f"[{call.call_id}] " if call.call_id != "—" else ""), _status(call.status),
@@ -131,20 +135,20 @@ class LiveView:
             table.add_column(column, overflow="ellipsis", no_wrap=True,
                              ratio=1 if column == "summary" else None)
         for i, call in enumerate(self.calls[-40:], start=max(1, len(self.calls) - 39)):
-            table.add_row(str(i), call.role, call.kind, call.name, call.call_id,
-                          _status(call.status), call.summary)
+            table.add_row(str(i), Text(call.role), call.kind, Text(call.name), Text(call.call_id),
+                          _status(call.status), Text(call.summary))
         return table
 
 
 def print_result(console: Console, result: RunResult) -> None:
     """The run's final line and answer (or error)."""
-    head = Text.assemble(("run ", "bold"), result.run_id, " ", _status(result.status),
+    head = Text.assemble(("run ", "bold"), plain(result.run_id), " ", _status(result.status),
                          f" after {result.steps} step(s)")
     console.print(head, highlight=False)
     if result.output:
-        console.print(Text(result.output), highlight=False, soft_wrap=True)
+        console.print(plain(result.output), highlight=False, soft_wrap=True)
     if result.error is not None:
-        console.print(Text(f"{result.error.code}: {result.error.message}", style="red"),
+        console.print(plain(f"{result.error.code}: {result.error.message}", "red"),
                       highlight=False, soft_wrap=True)
 
 
@@ -157,8 +161,8 @@ def print_runs(console: Console, runs: list[dict[str, Any]]) -> None:
         table.add_column(column, no_wrap=True, overflow="ellipsis",
                          min_width=20 if column == "task" else None)
     for run in runs:
-        table.add_row(run["run_id"], _status(run["status"]), str(run["agent"] or "—"),
-                      _when(run["created_at"]), escape(excerpt(run["task"], ROW_LIMIT)))
+        table.add_row(plain(run["run_id"]), _status(run["status"]), plain(run["agent"] or "—"),
+                      _when(run["created_at"]), plain(excerpt(run["task"], ROW_LIMIT)))
     console.print(table)
 
 
@@ -169,18 +173,18 @@ def _short(value: Any) -> str:
 
 def print_run_detail(console: Console, run: dict[str, Any]) -> None:
     """``runs show``: the run, then one block per operation (long values truncated)."""
-    console.print(Text.assemble(("run ", "bold"), run["run_id"], " ", _status(run["status"])),
-                  highlight=False)
+    console.print(Text.assemble(("run ", "bold"), plain(run["run_id"]), " ",
+                                _status(run["status"])), highlight=False)
     for label, value in (("agent", run["agent"]), ("task", run["task"]),
                          ("created", _when(run["created_at"])),
                          ("updated", _when(run["updated_at"])), ("steps", run["steps"]),
                          ("session", run["session_id"]), ("sandbox", run["sandbox_backend"]),
                          ("output", run["output"])):
         if value is not None:
-            console.print(Text(f"  {label}: {_short(value)}"), highlight=False)
+            console.print(plain(f"  {label}: {_short(value)}"), highlight=False)
     if run["error"]:
-        console.print(Text(f"  error: {run['error']['code']}: {_short(run['error']['message'])}",
-                           style="red"), highlight=False)
+        console.print(plain(f"  error: {run['error']['code']}: {_short(run['error']['message'])}",
+                            "red"), highlight=False)
     console.print(Text(f"\n{len(run['operations'])} operation(s)", style="bold"))
     for i, op in enumerate(run["operations"], start=1):
         console.print(_operation(i, op), soft_wrap=True)
@@ -189,37 +193,37 @@ def print_run_detail(console: Console, run: dict[str, Any]) -> None:
 def _operation(i: int, op: dict[str, Any]) -> Group:
     call = f" [{op['call_id']}]" if op["call_id"] else ""
     lines: list[Text] = [Text.assemble(
-        (f"{i:>3}. ", "bold"), f"{op['kind']} {op['capability']}{call}  role {op['role'] or '—'}  ",
-        _status(op["status"]), f"  ({op['phase']}, op {op['operation_id']})")]
+        (f"{i:>3}. ", "bold"), plain(f"{op['kind']} {op['capability']}{call}  role {op['role'] or '—'}  "),
+        _status(op["status"]), plain(f"  ({op['phase']}, op {op['operation_id']})"))]
     attempts = op["attempts"]
     shown = ", ".join(f"#{a['attempt_no']} {a['status']}" for a in attempts["items"])
-    lines.append(Text(f"     attempts: {attempts['count']}" + (f" ({shown})" if shown else "")))
+    lines.append(plain(f"     attempts: {attempts['count']}" + (f" ({shown})" if shown else "")))
     for hook in op["hooks"]:
         decision = hook["decision"] or "no decision"
         why = f" — {hook['reason'] or hook['diagnostic']}" if hook["reason"] or hook["diagnostic"] else ""
-        lines.append(Text(f"     hook {hook['hook_id']} ({hook['timing']}): {hook['status']}, "
-                          f"{decision}{_short(why) if why else ''}"))
+        lines.append(plain(f"     hook {hook['hook_id']} ({hook['timing']}): {hook['status']}, "
+                           f"{decision}{_short(why) if why else ''}"))
     if op["kind"] != "model":
-        lines.append(Text(f"     proposed: {_short(op['proposed_arguments'])}"))
+        lines.append(plain(f"     proposed: {_short(op['proposed_arguments'])}"))
         if op["executed_arguments"] is None:
             lines.append(Text("     executed: — (not executed)"))
         elif op["arguments_changed"]:
-            lines.append(Text(f"     executed: {_short(op['executed_arguments'])}", style="yellow"))
+            lines.append(plain(f"     executed: {_short(op['executed_arguments'])}", "yellow"))
         else:
             lines.append(Text("     executed: (as proposed)"))
     if op["raw_result"] is not None:
-        lines.append(Text(f"     raw: {_short(op['raw_result'])}"))
+        lines.append(plain(f"     raw: {_short(op['raw_result'])}"))
         if op["effective_result"] is None:
             lines.append(Text("     effective: — (not delivered)"))
         elif op["result_changed"]:
-            lines.append(Text(f"     effective: {_short(op['effective_result'])}", style="yellow"))
+            lines.append(plain(f"     effective: {_short(op['effective_result'])}", "yellow"))
         else:
             lines.append(Text("     effective: (same as raw)"))
     if op["error"]:
-        lines.append(Text(f"     error: {op['error']['code']}: {_short(op['error']['message'])}",
-                          style="red"))
+        lines.append(plain(f"     error: {op['error']['code']}: {_short(op['error']['message'])}",
+                           "red"))
     elif op["reason"]:
-        lines.append(Text(f"     reason: {_short(op['reason'])}", style="magenta"))
+        lines.append(plain(f"     reason: {_short(op['reason'])}", "magenta"))
     return Group(*lines)
 
 
@@ -234,8 +238,8 @@ def print_events(console: Console, events: list[dict[str, Any]]) -> None:
     for e in events:
         summary = e.get("summary") or e.get("output") or (e.get("task") if e["type"] == "run.started"
                                                          else None)
-        table.add_row(time.strftime("%H:%M:%S", time.localtime(e["at"])), e["type"],
-                      str(e.get("role") or ""), str(e.get("capability") or ""),
-                      str(e.get("call_id") or ""), _status(e.get("status")) if e.get("status") else "",
-                      escape(excerpt(str(summary), ROW_LIMIT)) if summary else "")
+        table.add_row(time.strftime("%H:%M:%S", time.localtime(e["at"])), plain(e["type"]),
+                      plain(e.get("role") or ""), plain(e.get("capability") or ""),
+                      plain(e.get("call_id") or ""), _status(e.get("status")) if e.get("status") else "",
+                      plain(excerpt(str(summary), ROW_LIMIT)) if summary else "")
     console.print(table)

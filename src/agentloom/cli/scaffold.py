@@ -87,13 +87,13 @@ def scaffold(folder: Path, *, force: bool = False) -> list[Path]:
             is a file.
     """
     if folder.exists() and not folder.is_dir():
-        raise UsageFailure(f"{str(folder)!r} is a file, not a folder")
+        raise UsageFailure(f"{str(folder)!r} is a file, not a folder", code="NOT_A_FOLDER")
     targets = [folder / name for name in FILES]
     existing = [p for p in targets if p.exists()]
     if existing and not force:
         names = ", ".join(str(p) for p in existing)
         raise UsageFailure(f"{names} already exist(s); nothing was written. Use --force to "
-                           "overwrite, or choose another folder")
+                           "overwrite, or choose another folder", code="FILE_EXISTS")
     folder.mkdir(parents=True, exist_ok=True)
     for path in targets:
         path.write_text(FILES[path.name], encoding="utf-8")

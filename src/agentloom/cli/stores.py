@@ -11,8 +11,9 @@ import os
 from pathlib import Path
 
 from agentloom.agent.configured import STORE_ENV, store_url_for
-from agentloom.cli.errors import UsageFailure
+from agentloom.cli.errors import CliFailure, UsageFailure, is_store_driver_error
 from agentloom.config import load_config
+from agentloom.errors import redact_secrets
 from agentloom.store import Store, open_store
 
 __all__ = ["DEFAULT_STORE_URL", "open_existing_store", "resolve_store_url", "sqlite_path"]
@@ -45,12 +46,21 @@ def open_existing_store(url: str) -> Store:
     empty database.
 
     Raises:
-        UsageFailure: the SQLite file does not exist.
+        UsageFailure: the SQLite file does not exist (``STORE_NOT_FOUND``).
+        CliFailure: the database cannot be opened: unreachable, not a database, not writable
+            (``STORE_FAILED``, naming the URL without its password).
         ConfigError: the URL is not supported.
     """
     path = sqlite_path(url)
     if path is not None and not path.is_file():
         raise UsageFailure(
-            f"no store at {str(path.absolute())!r} ({url}); nothing has run there yet. Pass "
-            f"--store URL, set {STORE_ENV}, or --config CONFIG to read the store beside a config file")
-    return open_store(url)
+            f"no store at {str(path.absolute())!r} ({redact_secrets(url)}); nothing has run there "
+            f"yet. Pass --store URL, set {STORE_ENV}, or --config CONFIG to read the store beside "
+            "a config file", code="STORE_NOT_FOUND")
+    try:
+        return open_store(url)
+    except Exception as exc:
+        if not is_store_driver_error(exc):
+            raise
+        raise CliFailure(f"cannot open the store {redact_secrets(url)}: {exc}",
+                         code="STORE_FAILED") from exc
