@@ -3,7 +3,8 @@
 ``argv`` runs without a shell; ``shell_script`` only when the environment policy
 allows a shell. The model gets a bounded preview of stdout / stderr (head and tail),
 the exit code and the execution id; a truncated stream's full bytes move into the
-file blob store and are readable with ``result.read`` (``stored`` in the result).
+file blob store and are readable with ``result_read``: the preview names the exact
+``result_ref`` to pass, and so do the ``stdout_ref`` / ``stderr_ref`` fields.
 Every result says whether it ran sandboxed.
 
 The gateway is asked for on each call (``GatewayProvider``), so a host without a usable
@@ -95,43 +96,64 @@ class ExecHandler:
         result = await execution.wait()
         owners = "workflows" if scope.owner_ref.kind == "workflow" else "agents"
         artifacts = []
+        refs: dict[str, str] = {}
         for name, stream in (("stdout", result.stdout), ("stderr", result.stderr)):
             if stream.truncated and stream.spool_path is not None:
                 location, size = self.blobs.adopt(stream.spool_path, owners=owners,
                                                   file_root_id=scope.file_root_id)
                 artifacts.append(ArtifactRef(ref=BLOB_REF_PREFIX + location, name=name,
                                              size=size, media_type="text/plain"))
-        body = _summary(result)
+                refs[name] = stored_result_ref(context.operation_id, name)
         if result.timed_out or result.killed_by_revoke or result.terminated:
             why = ("timed out" if result.timed_out else "was stopped")
+            # Only a delivered (succeeded) result's artifacts get a result_ref: name none.
             return ToolResult(
-                status="unknown", content=(JsonBlock(body),), artifacts=tuple(artifacts),
+                status="unknown", content=(JsonBlock(_summary(result, {})),),
+                artifacts=tuple(artifacts),
                 error=OperationError(
                     code="EXEC_TIMEOUT" if result.timed_out else "EXEC_KILLED",
                     category="timeout" if result.timed_out else "cancelled",
                     message=f"the command {why} and its process group was killed; "
                     "it may have changed files before that", external_outcome="unknown"),
             )
-        return ToolResult.success(JsonBlock(body), artifacts=artifacts)
+        return ToolResult.success(JsonBlock(_summary(result, refs)), artifacts=artifacts)
 
 
-def _preview(stream: CapturedStream) -> str:
+def stored_result_ref(operation_id: str, stream: str) -> str:
+    """The ``result_ref`` under which a delivered result's stored ``stream`` is read.
+
+    It is the one ``ContextManager.result_ops`` registers for an artifact named ``stream``
+    (``result_ref_for(operation_id) + ":" + name``); the tools layer may not import the
+    context package, and tests/environment/test_result_ref.py holds the two together.
+    """
+    return f"res:{operation_id}:{stream}"
+
+
+def _preview(stream: CapturedStream, ref: str | None) -> str:
     head = stream.head.decode("utf-8", errors="replace")
     if not stream.truncated:
         return head + stream.tail.decode("utf-8", errors="replace")
     omitted = stream.total_bytes - len(stream.head) - len(stream.tail)
-    return (head + f"\n…[{omitted} bytes omitted; read the full output with result_read]…\n"
-            + stream.tail.decode("utf-8", errors="replace"))
+    if ref is None:
+        note = f"{omitted} bytes omitted"
+    else:
+        note = (f"{omitted} bytes omitted; read the full output with "
+                f"result_read(result_ref='{ref}'); the omitted part starts at offset "
+                f"{len(stream.head)}")
+        if stream.spool_bytes < stream.total_bytes:
+            note += f"; only its first {stream.spool_bytes} bytes were kept"
+    return head + f"\n…[{note}]…\n" + stream.tail.decode("utf-8", errors="replace")
 
 
-def _summary(result: ExecutionResult) -> dict[str, Any]:
+def _summary(result: ExecutionResult, refs: dict[str, str]) -> dict[str, Any]:
+    """The body the model reads; ``refs`` maps a stored stream to its ``result_ref``."""
     body: dict[str, Any] = {
         "execution_id": result.execution_id,
         "exit_code": result.exit_code,
         "signal": result.signal,
         "timed_out": result.timed_out,
-        "stdout": _preview(result.stdout),
-        "stderr": _preview(result.stderr),
+        "stdout": _preview(result.stdout, refs.get("stdout")),
+        "stderr": _preview(result.stderr, refs.get("stderr")),
         "stdout_bytes": result.stdout.total_bytes,
         "stderr_bytes": result.stderr.total_bytes,
         "truncated": result.stdout.truncated or result.stderr.truncated,
@@ -139,6 +161,8 @@ def _summary(result: ExecutionResult) -> dict[str, Any]:
         "sandboxed": result.sandboxed,
         "sandbox_mode": result.sandbox_mode,
     }
+    for name, ref in refs.items():
+        body[f"{name}_ref"] = ref
     if not result.sandboxed:
         body["warning"] = "this command ran WITHOUT a sandbox (sandbox.backend: none)"
     if result.env_stripped:
