@@ -58,3 +58,16 @@ async def test_s2_small_results_stay_inline_without_a_blob(make: Any) -> None:
     assert record is not None and record.data["truncated"] is False
     assert "result_ref" not in record.data
     assert h.kernel.store.query("blobs") == []
+
+
+async def test_i11_10_result_read_past_the_end_says_so_not_that_the_blob_is_missing(make: Any) -> None:
+    h = await make()
+    h.tool.behaviour = big
+    first = await h.call({"text": "x"})
+    size = len(("line\n" * 5000).encode())
+    for offset in (size, 10**18):
+        read = await h.kernel.bus.request("result_read", {"result_ref": f"res:{first.operation_id}",
+                                                          "offset": offset}, h.ctx)
+        assert read.outcome == "failed" and read.error is not None
+        assert read.error.code == "RESULT_OFFSET_PAST_END"
+        assert f"has {size} bytes" in read.error.message

@@ -81,6 +81,13 @@ class ResultReadHandler:
                                message=f"the content of {ref!r} is missing",
                                external_outcome="not_started")
             )
+        if offset > size or (offset == size and size > 0):
+            return ToolResult.failure(
+                OperationError(code="RESULT_OFFSET_PAST_END", category="validation",
+                               message=f"offset {offset} is past the end of {ref!r}, which has "
+                               f"{size} bytes; read from an offset below {size}",
+                               external_outcome="not_started")
+            )
         text = chunk.decode("utf-8", errors="replace")
         end = offset + len(chunk)
         return ToolResult.success(

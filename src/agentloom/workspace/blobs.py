@@ -54,6 +54,8 @@ class FileBlobStore:
         path = self.root / location
         with path.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
+            if offset >= size:  # never seek past the end (a huge offset is EINVAL or overflow)
+                return b"", size
             handle.seek(offset)
             return handle.read(limit), size
 
