@@ -23,6 +23,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "errors": {"*"},
     "ids": {"*"},
     "text": {"*"},
+    "folders": {"*"},
     "results": {"bus", "pipeline", "hooks", "context", "store", "tools", "catalog", "kernel"},
     "refs": {"*"},
     "workspace": {"bus", "pipeline", "kernel", "agent", "hooks", "context", "tools", "sandbox"},

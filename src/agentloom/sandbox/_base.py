@@ -228,7 +228,7 @@ class ProcessGateway:
         pass_fds: tuple[int, ...] = (),
         identity: tuple[int, int] | None = None,
         rlimits: tuple[tuple[int, int], ...] = (),
-        cleanup: Callable[[], None] | None = None,
+        cleanup: Callable[[], object] | None = None,
     ) -> Launch:
         return Launch(
             argv_for=argv_for,
@@ -268,10 +268,16 @@ class ProcessGateway:
 def _check_scope(scope: SandboxScope, identity: tuple[int, int] | None) -> None:
     if not scope.work_dir.is_dir():
         raise SandboxError(SCOPE_INVALID, f"work_dir {scope.work_dir} is not a directory", phase="ensure")
-    if identity is not None and os.stat(scope.work_dir).st_uid == 0:
-        # A root-owned work folder is handed to the sandbox uid, which is who writes in it.
-        os.chown(scope.work_dir, *identity)
-        os.chmod(scope.work_dir, 0o700)
+    if identity is not None:
+        # A root-owned work folder is handed to the sandbox uid, which is who writes in it
+        # (the workspace package does this for its own folders; this covers any other).
+        fd = os.open(scope.work_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            if os.fstat(fd).st_uid == 0:
+                os.fchown(fd, *identity)
+                os.fchmod(fd, 0o700)
+        finally:
+            os.close(fd)
     for host, target in scope.readonly_mounts:
         if not os.path.exists(host):
             raise SandboxError(SCOPE_INVALID, f"mount source for {target} does not exist", phase="ensure")

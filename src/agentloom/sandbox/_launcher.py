@@ -16,7 +16,6 @@ without a status was killed: its execution is not confirmed gone.
 
 from __future__ import annotations
 
-import array
 import contextlib
 import json
 import os
@@ -30,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentloom.sandbox._reaper import STATUS
+from agentloom.sandbox._reaper import STATUS, receive, send
 
 ZYGOTE = Path(__file__).with_name("_zygote.py")
 
@@ -161,12 +160,8 @@ class _Zygote:
 
     def fork(self, request: bytes, fds: list[int]) -> tuple[int, int]:
         with self.lock:
-            self.sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-            pidfds = array.array("i")
-            answer, ancillary, _, _ = self.sock.recvmsg(4096, socket.CMSG_SPACE(pidfds.itemsize))
-        for level, kind, data in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                pidfds.frombytes(data[: len(data) - len(data) % pidfds.itemsize])
+            send(self.sock, request, fds)
+            answer, pidfds = receive(self.sock, 1)
         if not answer:
             raise OSError("the sandbox zygote exited")
         reply = json.loads(answer)

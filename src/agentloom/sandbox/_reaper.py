@@ -82,7 +82,7 @@ def run_spare(channel: int) -> NoReturn:
             _kill_tree()
             os._exit(0)
         out, err, control, status_w = fds
-        ours.sendmsg([message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [out, err]))])
+        send(ours, message, [out, err])
         ours.close()
         for fd in {out, err}:
             if fd != err:
@@ -99,6 +99,11 @@ def run_spare(channel: int) -> NoReturn:
         else:
             os.kill(os.getpid(), signal.SIGKILL)  # unconfirmed: the runtime sees no status
         os._exit(status)
+
+
+def send(sock: socket.socket, message: bytes, fds: list[int]) -> None:
+    """One message with ``fds`` (``SCM_RIGHTS``); ``receive`` reads it."""
+    sock.sendmsg([message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
 
 
 def receive(sock: socket.socket, max_fds: int) -> tuple[bytes, list[int]]:

@@ -19,6 +19,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentloom.folders import make_dirs
+
 PREFIX = "spool-"
 LOCK_NAME = ".lock"
 #: Traversable but not listable by others: a command running as the sandbox uid reaches
@@ -35,7 +37,7 @@ class SpoolDir:
 
     @classmethod
     def create(cls, output_dir: Path) -> SpoolDir:
-        _make_dirs(output_dir)
+        make_dirs(output_dir, FOLDER_MODE)
         reclaim_spools(output_dir)
         name = f"{os.getpid()}-{secrets.token_hex(4)}"
         # Made and locked under a name reclaim never touches, then renamed into view.
@@ -75,14 +77,3 @@ def reclaim_spools(output_dir: Path) -> int:
                 os.close(fd)
     return reclaimed
 
-
-def _make_dirs(path: Path) -> None:
-    """Create ``path`` and its missing parents, each ``FOLDER_MODE`` (existing ones stay)."""
-    missing: list[Path] = []
-    while not path.is_dir():
-        missing.append(path)
-        path = path.parent
-    for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(folder, FOLDER_MODE)
-        os.chmod(folder, FOLDER_MODE)

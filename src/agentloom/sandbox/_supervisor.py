@@ -71,7 +71,7 @@ class Launch:
     identity: tuple[int, int] | None = None
     rlimits: tuple[tuple[int, int], ...] = ()
     #: Run once the execution has ended (e.g. remove its private temporary folder).
-    cleanup: Callable[[], None] | None = None
+    cleanup: Callable[[], object] | None = None
 
 
 def start(execution: Execution, launch: Launch) -> Future[None]:

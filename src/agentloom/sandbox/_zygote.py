@@ -16,7 +16,6 @@ their control pipes close when the runtime is gone.
 
 from __future__ import annotations
 
-import array
 import contextlib
 import json
 import os
@@ -49,7 +48,7 @@ class Spare:
         self.channel = ours
 
     def hand_over(self, message: bytes, fds: list[int]) -> None:
-        self.channel.sendmsg([message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        _reaper.send(self.channel, message, fds)
         self.channel.close()
 
     def close(self) -> None:
@@ -87,8 +86,7 @@ def serve(sock: socket.socket) -> None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         try:
-            sock.sendmsg([json.dumps({"pid": taken.pid}).encode()],
-                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [taken.pidfd]))])
+            _reaper.send(sock, json.dumps({"pid": taken.pid}).encode(), [taken.pidfd])
         finally:
             os.close(taken.pidfd)
         spare = Spare(sock)  # the next one, after the answer

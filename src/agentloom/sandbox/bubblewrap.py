@@ -140,7 +140,7 @@ class BubblewrapGateway(ProcessGateway):
         # launcher's /proc/<pid>/environ, which the sandbox's PID 1 would expose.
         return self._make_launch(argv_for, env={}, cwd="/", info_fd=True, pass_fds=(seccomp_fd,),
                                  identity=self._identity, rlimits=self._rlimits,
-                                 cleanup=lambda: _sweep_quietly(work_dir, self._command_uid))
+                                 cleanup=lambda: sweep(work_dir, self._command_uid))
 
     def _seccomp_fd(self) -> int:
         """The seccomp program in a fresh memfd, for ``--seccomp`` (bwrap reads it once)."""
@@ -200,10 +200,6 @@ class BubblewrapGateway(ProcessGateway):
             assert command.shell_script is not None
             a += ["/bin/sh", "-c", command.shell_script]
         return a
-
-
-def _sweep_quietly(work_dir: Path, uid: int) -> None:
-    sweep(work_dir, uid)
 
 
 def _version(bwrap: str) -> tuple[int, ...]:

@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from agentloom.folders import make_dirs
 from agentloom.store._sql import SqlStore
 
 _KEY_CONFLICTS = frozenset({"SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE"})
@@ -59,18 +60,7 @@ def _prepare_file(path: Path) -> None:
     An existing file, and any ``-wal`` / ``-shm`` file left beside it, keeps working; if we
     own it and others may read it, it is tightened to the owner's read and write bits.
     """
-    missing: list[Path] = []
-    folder = path.parent
-    while not folder.is_dir():
-        missing.append(folder)
-        folder = folder.parent
-    for new in reversed(missing):
-        try:
-            os.mkdir(new, 0o711)
-            os.chmod(new, 0o711)  # past the umask
-        except FileExistsError:
-            if not new.is_dir():
-                raise
+    make_dirs(path.parent)
     _tighten(os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
     real = os.path.realpath(path)  # SQLite keeps its -wal / -shm beside the linked-to file
     for suffix in _SIDECARS:

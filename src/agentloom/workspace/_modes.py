@@ -25,9 +25,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from agentloom.folders import SEARCH_MODE, make_dirs
+
 DIR_MODE = 0o700
-SEARCH_MODE = 0o711
-"""The runtime's folders above work folders: others may pass through, never list or write."""
 FILE_MODE_MASK = 0o775
 """Permission bits a written file may keep: never setuid/setgid/sticky, never writable by others."""
 
@@ -41,17 +41,7 @@ def make_private_dirs(path: Path) -> None:
     Only for the runtime's own area (the shared root and what it lays out there), whose
     parents no command can write.
     """
-    missing: list[Path] = []
-    while not path.is_dir():
-        missing.append(path)
-        path = path.parent
-    for folder in reversed(missing):
-        try:
-            os.mkdir(folder, SEARCH_MODE)
-            os.chmod(folder, SEARCH_MODE)  # the umask may have taken the search bits
-        except FileExistsError:
-            if not folder.is_dir():
-                raise
+    make_dirs(path, SEARCH_MODE)
 
 
 def hand_over(fd: int, owner: ContentOwner | None) -> None:
