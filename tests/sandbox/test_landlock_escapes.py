@@ -25,10 +25,21 @@ from tests.workspace.corpus import payloads
 from tests.workspace.layout import Layout, leaks, snapshot
 from tests.workspace.test_races import racing
 
-from agentloom.sandbox import EnvironmentPolicy, ExecCommand, LandlockGateway
+from agentloom.sandbox import EnvironmentPolicy, ExecCommand, LandlockGateway, sandbox_identity
 
 CORPUS_SCRIPT = r"""
 import json, os, sys
+# Given the test's own folder, nothing outside it is ever changed, even where confinement
+# fails (the control is unconfined): payloads like /etc/passwd are only read.
+only_within = sys.argv[1] if len(sys.argv) > 1 else None
+def may_change(p):
+    if only_within is None:
+        return True
+    try:
+        real = os.path.realpath(os.path.join(os.getcwd(), p))
+    except (ValueError, OSError):
+        return False
+    return real == only_within or real.startswith(only_within + "/")
 results = []
 def attempt(kind, fn):
     try:
@@ -40,8 +51,11 @@ for p in payloads:
     attempt("read", lambda: open(p, errors="replace").read())
     attempt("list", lambda: sorted(os.listdir(p)))
 for i, p in enumerate(payloads):
-    attempt("link", lambda: os.link(p, f"made-link-{i}"))
+    attempt("link", lambda: os.link(p, f"made-link-{i}") if may_change(p) else None)
 for p in payloads:
+    if not may_change(p):
+        results += ["skipped"] * 4
+        continue
     attempt("append", lambda: open(p, "a").write("PWNED\n"))
     attempt("create", lambda: open(os.path.join(p, "pwned.txt"), "w").write("PWNED\n"))
     attempt("mkdir", lambda: os.mkdir(os.path.join(p, "pwned-dir")))
@@ -89,16 +103,27 @@ def without_hard_links(layout: Layout) -> None:
         (layout.root / name).unlink()
 
 
-def outside_inodes_in_root(layout: Layout) -> list[str]:
-    """Files under the work folder that are outside files (a hard link made to one)."""
-    outside = {os.lstat(os.path.join(d, n)).st_ino for d, _, names in os.walk(layout.outside) for n in names}
+def outside_inodes(layout: Layout) -> set[int]:
+    return {os.lstat(os.path.join(d, n)).st_ino for d, _, names in os.walk(layout.outside) for n in names}
+
+
+def outside_inodes_in_root(layout: Layout, outside: set[int]) -> list[str]:
+    """Files under the work folder that are outside files (a hard link made to one); the
+    outside inodes are taken before the run, since a run may also delete outside files."""
     return [os.path.join(d, n) for d, _, names in os.walk(layout.root) for n in names
             if os.lstat(os.path.join(d, n)).st_ino in outside]
 
 
 def run_unconfined(layout: Layout, *argv: str) -> str:
-    done = subprocess.run(["/usr/bin/python3", *argv], cwd=layout.root, capture_output=True,
-                          text=True, errors="replace", timeout=300, check=False)
+    """The control: the same script on the host, as the unprivileged sandbox uid when the test
+    runs as root (the outside tree is world-writable, so it still escapes), and never allowed
+    to change anything outside the test's own folder (a payload such as ``/etc/passwd``)."""
+    identity = sandbox_identity()
+    done = subprocess.run(
+        ["/usr/bin/python3", *argv], cwd=layout.root, capture_output=True, text=True,
+        errors="replace", timeout=300, check=False,
+        user=None if identity is None else identity[0], group=None if identity is None else identity[1],
+        extra_groups=None if identity is None else [])
     return done.stdout
 
 
@@ -112,23 +137,24 @@ async def test_g1_escape_corpus_through_exec_under_landlock_never_leaves_the_wor
     (layout.root / "payloads.json").write_text(json.dumps(corpus))
     (layout.root / "probe.py").write_text(CORPUS_SCRIPT)
     outside_before = snapshot(layout.outside)
+    inodes = outside_inodes(layout)
 
     handle = await landlock.ensure(scope_for(layout.root), None, 1)
-    result = await run_command(landlock, handle, ExecCommand(argv=("/usr/bin/python3", "probe.py"),
-                                                             timeout_s=600), deadline_s=600)
+    command = ExecCommand(argv=("/usr/bin/python3", "probe.py", str(layout.base)), timeout_s=600)
+    result = await run_command(landlock, handle, command, deadline_s=600)
     out = (result.stdout.head + result.stdout.tail).decode(errors="replace")
     assert result.exit_code == 0, result.stderr.head.decode(errors="replace")
     assert not result.stdout.truncated
     assert f"ATTEMPTS {7 * len(corpus)}" in out  # every payload was tried
     assert not leaks(out), "a read or listing escaped the work folder"
     assert snapshot(layout.outside) == outside_before, "something outside the work folder changed"
-    assert outside_inodes_in_root(layout) == [], "a hard link to an outside file was made"
+    assert outside_inodes_in_root(layout, inodes) == [], "a hard link to an outside file was made"
 
-    control = run_unconfined(layout, "probe.py")
+    control = run_unconfined(layout, "probe.py", str(layout.base))
     assert f"ATTEMPTS {7 * len(corpus)}" in control
     assert leaks(control), "the unconfined control did not escape: the detectors prove nothing"
     assert snapshot(layout.outside) != outside_before
-    assert outside_inodes_in_root(layout), "the control made no hard link to an outside file"
+    assert outside_inodes_in_root(layout, inodes), "the control made no hard link to an outside file"
 
 
 @pytest.fixture
