@@ -74,7 +74,8 @@ def test_cli_runs_show_json_operations_have_attempts_hooks_and_call_ids(project:
     assert tools["fs.write"]["call_id"] == "call_1_1" and tools["exec"]["call_id"] == "call_3_2"
     assert tools["exec"]["hooks"] == [{
         "hook_id": "exec-guard", "timing": "before", "position": 0, "status": "succeeded",
-        "decision": "allow", "reason": None, "diagnostic": None}]
+        "decision": "allow", "reason": None, "diagnostic": None, "patch_error": None,
+        "on_failure": None}]
     assert tools["fs.read"]["proposed_arguments"] == {"path": "hello.txt"}
     assert tools["fs.read"]["executed_arguments"] == {"path": "hello.txt"}
     assert '"content": "hello from agentloom\\n"' in tools["fs.read"]["raw_result"]

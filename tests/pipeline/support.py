@@ -58,12 +58,14 @@ def spec(key: str = "demo.echo", schema: Mapping[str, Any] = ECHO_SCHEMA) -> Cap
 
 def hook(hook_id: str, fn: Callable[..., Any], *, timing: str = "before",
          capability: str | None = None, role: str | None = None, status: str | None = None,
-         timeout_s: float = 5.0) -> tuple[HookSpec, str, Callable[..., Any]]:
+         timeout_s: float = 5.0, on_failure: str = "allow",
+         ) -> tuple[HookSpec, str, Callable[..., Any]]:
     ref = f"tests:{hook_id}"
     return (
         HookSpec(hook_id=hook_id, timing=timing,  # type: ignore[arg-type]
                  match=HookMatch(capability=capability, role=role, status=status),
-                 handler=HandlerRef(ref=ref), timeout_s=timeout_s),
+                 handler=HandlerRef(ref=ref), timeout_s=timeout_s,
+                 on_failure=on_failure),  # type: ignore[arg-type]
         ref,
         fn,
     )

@@ -203,6 +203,10 @@ def _operation(i: int, op: dict[str, Any]) -> Group:
         why = f" — {hook['reason'] or hook['diagnostic']}" if hook["reason"] or hook["diagnostic"] else ""
         lines.append(plain(f"     hook {hook['hook_id']} ({hook['timing']}): {hook['status']}, "
                            f"{decision}{_short(why) if why else ''}"))
+        if hook["patch_error"]:
+            dropped = hook["patch_error"]
+            lines.append(plain(f"       patch dropped: {dropped['code']}: "
+                               f"{_short(dropped['message'])}"))
     if op["kind"] != "model":
         lines.append(plain(f"     proposed: {_short(op['proposed_arguments'])}"))
         if op["executed_arguments"] is None:

@@ -91,6 +91,7 @@ def hook_specs(config: Config) -> tuple[HookSpec, ...]:
                                 status=hook.match.status),
                 handler=HandlerRef(kind=hook.handler.kind, ref=hook.handler.ref),
                 timeout_s=hook.timeout_s,
+                on_failure=hook.on_failure,
             ))
     return tuple(specs)
 

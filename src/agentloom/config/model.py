@@ -221,6 +221,8 @@ class HookConfig(_Strict):
     match: HookMatchConfig = Field(default_factory=HookMatchConfig)
     handler: HandlerConfig
     timeout_s: StrictFloat = Field(default=10.0, gt=0)
+    on_failure: Literal["allow", "deny"] = "allow"
+    """``deny``: a failure, timeout, invalid decision or dropped patch denies the call."""
 
 
 def default_hook_id(agent: str, index: int) -> str:

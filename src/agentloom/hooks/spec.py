@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Timing = Literal["before", "after"]
+OnFailure = Literal["allow", "deny"]
+FAILURE_STATUSES = frozenset({"failed", "timed_out", "invalid", "indeterminate"})
+"""The hook statuses ``on_failure`` applies to: the hook could not decide."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,6 +51,10 @@ class HookSpec:
     match: HookMatch = field(default_factory=HookMatch)
     handler: HandlerRef
     timeout_s: float = 10.0
+    on_failure: OnFailure = "allow"
+    """``allow`` (the spec's fail-open) or ``deny``: when the hook fails, times out, returns
+    no valid decision, is ``indeterminate`` after a crash or its patch is dropped, the call is
+    denied."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -62,6 +69,7 @@ class HookSpec:
             },
             "handler": {"kind": self.handler.kind, "ref": self.handler.ref},
             "timeout_s": self.timeout_s,
+            "on_failure": self.on_failure,
         }
 
 

@@ -7,7 +7,8 @@ runs. A deny ends the chain. A patch is checked against the hook point's shape
 form) before it is used. A stop of the run while a hook runs ends the chain: the
 hook is ``abandoned`` and the call ``cancelled``. After a crash, a hook that
 started without a committed decision is ``indeterminate``: recorded, not run
-again, fail-open.
+again, fail-open. A hook with ``on_failure: deny`` that fails, times out, returns no
+valid decision, has its patch dropped or is ``indeterminate`` denies the call instead.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from agentloom.errors import CatalogError, RevisionConflict
 from agentloom.hooks.manager import HookManager
 from agentloom.hooks.patch import CallRecord, ChangeSet, PatchInvalid, apply_ops, normalise
 from agentloom.hooks.shapes import check_payload, check_result
-from agentloom.hooks.spec import HookSpec
+from agentloom.hooks.spec import FAILURE_STATUSES, HookSpec
 from agentloom.pipeline import crashpoints
 from agentloom.pipeline.context import Request
 from agentloom.pipeline.records import OperationState, hook_row
@@ -44,9 +45,21 @@ class HookChain:
 
     async def _deny(
         self, state: OperationState, request: Request, hook: HookSpec, position: int,
-        timing: str, record: dict[str, Any],
+        timing: str, record: dict[str, Any], *, status: str = "succeeded",
     ) -> OperationResult:
         raise NotImplementedError
+
+    async def _deny_on_failure(
+        self, state: OperationState, request: Request, hook: HookSpec, position: int,
+        timing: str, record: dict[str, Any], why: str,
+    ) -> OperationResult:
+        """``on_failure: deny``: the hook could not decide, so the call is denied; the hook's
+        own status (``failed``, ``timed_out``, ``invalid``, ``indeterminate``) is kept."""
+        record["decision"] = "deny"
+        record["on_failure"] = "deny"
+        record["reason"] = f"hook {hook.hook_id} could not decide: {why} (on_failure: deny)"
+        return await self._deny(state, request, hook, position, timing, record,
+                                status=str(record["status"]))
 
     async def _stopped(
         self, state: OperationState, request: Request, hook: HookSpec, position: int,
@@ -75,6 +88,9 @@ class HookChain:
             }
             if run.status == "abandoned":
                 return await self._stopped(state, request, hook, position, timing, record)
+            if run.status in FAILURE_STATUSES and hook.on_failure == "deny":
+                return await self._deny_on_failure(state, request, hook, position, timing,
+                                                   record, run.diagnostic or run.status)
             changes = ChangeSet((), ())
             context_ops: list[Op] = []
             parsed = run.decision
@@ -94,6 +110,10 @@ class HookChain:
                     changes, new_doc, context_ops = ChangeSet((), ()), None, []
                     record["patch_error"] = {"code": patch_error.code,
                                              "message": patch_error.message}
+                    if parsed.decision != "deny" and hook.on_failure == "deny":
+                        return await self._deny_on_failure(
+                            state, request, hook, position, timing, record,
+                            f"its patch was dropped ({patch_error.code}: {patch_error.message})")
                 record["change_hash"] = None if changes.empty else changes.digest()
                 record["changes"] = changes.to_dict() if not changes.empty else None
                 if parsed.decision == "deny":
@@ -212,11 +232,11 @@ class HookChain:
             chain.append(hook)
         return tuple(chain)
 
-    async def _settle_interrupted_hook(
-        self, state: OperationState, request: Request, timing: str, chain: tuple[HookSpec, ...]
-    ) -> int | None:
-        """A hook that started without a committed decision is ``indeterminate``: record it,
-        keep the last effective value (fail-open) and never run it again."""
+    async def _resume_chain(
+        self, state: OperationState, request: Request, spec: CapabilitySpec,
+        chain: tuple[HookSpec, ...], timing: str,
+    ) -> OperationResult | None:
+        """Continue an interrupted chain at its committed cursor; the envelope on a deny."""
         cursor = state.cursor or {"timing": timing, "position": 0}
         position = int(cursor.get("position", 0))
         if position >= len(chain):
@@ -225,19 +245,40 @@ class HookChain:
                                                      "timing": timing, "position": position})
         if rows and rows[0]["status"] == "started":
             hook = chain[position]
-            record = {"hook_id": hook.hook_id, "config_version": self.hooks.version,
-                      "input_version": state.payload_version, "status": "indeterminate",
-                      "diagnostic": "the runtime stopped while this hook ran; its decision "
-                      "was lost and it was not run again (fail-open)",
-                      "cursor": position + 1}
-            position += 1
-            state.cursor = {"timing": timing, "position": position}
-            ops: list[Op] = [hook_row(state.operation_id, timing, position - 1, hook.hook_id,
-                                      "indeterminate", record)]
-            if position < len(chain):
-                ops.append(self._hook_started(state, timing, position, chain[position]))
-            await self._commit(request, [state.row(), *ops])
-        return position if position < len(chain) else None
+            if hook.on_failure == "deny":
+                record: dict[str, Any] = {
+                    "hook_id": hook.hook_id, "config_version": self.hooks.version,
+                    "input_version": state.payload_version, "status": "indeterminate",
+                    "diagnostic": "the runtime stopped while this hook ran; its decision "
+                    "was lost and it was not run again"}
+                return await self._deny_on_failure(state, request, hook, position, timing,
+                                                   record, "its decision was lost in a crash")
+            position = await self._settle_interrupted_hook(state, request, timing, chain,
+                                                           position)
+            if position >= len(chain):
+                return None
+        return await self._run_chain(state, request, spec, chain, position, timing)
+
+    async def _settle_interrupted_hook(
+        self, state: OperationState, request: Request, timing: str,
+        chain: tuple[HookSpec, ...], position: int,
+    ) -> int:
+        """A hook that started without a committed decision is ``indeterminate``: record it,
+        keep the last effective value (fail-open) and never run it again. Returns the next
+        position."""
+        hook = chain[position]
+        record = {"hook_id": hook.hook_id, "config_version": self.hooks.version,
+                  "input_version": state.payload_version, "status": "indeterminate",
+                  "diagnostic": "the runtime stopped while this hook ran; its decision "
+                  "was lost and it was not run again (fail-open)",
+                  "cursor": position + 1}
+        state.cursor = {"timing": timing, "position": position + 1}
+        ops: list[Op] = [hook_row(state.operation_id, timing, position, hook.hook_id,
+                                  "indeterminate", record)]
+        if position + 1 < len(chain):
+            ops.append(self._hook_started(state, timing, position + 1, chain[position + 1]))
+        await self._commit(request, [state.row(), *ops])
+        return position + 1
 
     def _hook_started(self, state: OperationState, timing: str, position: int, hook: HookSpec) -> Op:
         return hook_row(state.operation_id, timing, position, hook.hook_id, "started",

@@ -182,11 +182,9 @@ class InvocationPipeline(HookChain):
         spec = ctx.catalog.by_key(state.capability_key)
         if state.phase in ("intent_saved", "hooks_before"):
             before = self._recorded_chain(state, "before")
-            position = await self._settle_interrupted_hook(state, request, "before", before)
-            if position is not None:
-                denied = await self._run_chain(state, request, spec, before, position, "before")
-                if denied is not None:
-                    return denied
+            denied = await self._resume_chain(state, request, spec, before, "before")
+            if denied is not None:
+                return denied
             return await self._execute_phase(state, request, spec, handler, [])
         if state.phase == "attempt_started":
             if getattr(handler, "recoverable", False):
@@ -203,12 +201,10 @@ class InvocationPipeline(HookChain):
             return await self._attempt_lost(state, request)
         if state.phase in ("raw_saved", "hooks_after"):
             after = self._recorded_chain(state, "after")
-            position = await self._settle_interrupted_hook(state, request, "after", after)
             assert state.raw is not None
-            if position is not None:
-                denied = await self._run_chain(state, request, spec, after, position, "after")
-                if denied is not None:
-                    return denied
+            denied = await self._resume_chain(state, request, spec, after, "after")
+            if denied is not None:
+                return denied
             return await self._deliver(state, request, [])
         raise RuntimeError(f"operation {state.operation_id} is in unknown phase {state.phase!r}")
 
@@ -384,12 +380,12 @@ class InvocationPipeline(HookChain):
 
     async def _deny(
         self, state: OperationState, request: Request, hook: HookSpec, position: int,
-        timing: str, record: dict[str, Any],
+        timing: str, record: dict[str, Any], *, status: str = "succeeded",
     ) -> OperationResult:
         reason = record.get("reason") or f"denied by hook {hook.hook_id}"
         record["cursor"] = None
         ops: list[Op] = [hook_row(state.operation_id, timing, position, hook.hook_id,
-                                  "succeeded", record, "deny")]
+                                  status, record, "deny")]
         state.cursor = None
         if timing == "before":
             return await self._finish(

@@ -1,0 +1,64 @@
+"""Issue 11 (hooks) and 12 point 5: ``on_failure: deny`` covers a decision lost in a crash.
+
+A guard that was running when the runtime went away has no committed decision; recovery
+never runs it again. With the default it is ``indeterminate`` and fail-open; with
+``on_failure: deny`` the call is denied and the tool never runs. On SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from tests.pipeline.support import Harness, harness, hook
+
+WAIT_S = 30.0
+
+
+@pytest.fixture
+async def make(durable_store_url: str) -> AsyncIterator[Callable[..., Awaitable[Harness]]]:
+    made: list[Harness] = []
+
+    async def factory(*args: Any, **kwargs: Any) -> Harness:
+        h = await harness(durable_store_url, *args, **kwargs)
+        made.append(h)
+        return h
+
+    yield factory
+    for h in made:
+        h.kernel.close()
+
+
+@pytest.mark.parametrize("on_failure", ["deny", "allow"])
+async def test_i11_hook_on_failure_applies_to_a_decision_lost_in_a_crash(
+    make: Any, on_failure: str,
+) -> None:
+    entered = asyncio.Event()
+
+    async def hangs(event: Any) -> Any:
+        entered.set()
+        await asyncio.Event().wait()
+
+    h = await make([hook("guard", hangs, timeout_s=WAIT_S * 4, on_failure=on_failure)])
+    ctx = h.kernel.invocation_context(h.lease, release_id="rel")
+    call = asyncio.ensure_future(h.kernel.bus.request("demo_echo", {"text": "hi"}, ctx))
+    await asyncio.wait_for(entered.wait(), WAIT_S)
+    call.cancel()  # the runtime goes away while the guard runs: no decision is committed
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(call, WAIT_S)
+
+    (recovered,) = await asyncio.wait_for(h.kernel.recover(ctx), WAIT_S)
+
+    (row,) = h.hook_rows(recovered.operation_id)
+    assert row["status"] == "indeterminate"
+    if on_failure == "deny":
+        assert recovered.outcome == "denied_before_execution"
+        assert h.tool.calls == []
+        assert row["decision"] == "deny" and row["data"]["on_failure"] == "deny"
+        assert "decision was lost" in row["data"]["reason"]
+    else:
+        assert recovered.outcome == "succeeded"
+        assert [c["arguments"] for c in h.tool.calls] == [{"text": "hi"}]
+        assert row["decision"] is None and "fail-open" in row["data"]["diagnostic"]
