@@ -69,3 +69,51 @@ async def test_i11_2_lone_surrogates_in_tool_arguments_and_sdk_results_never_cra
     sent = server.model_requests[1].json["messages"]
     (echoed,) = [m["content"] for m in sent if m["role"] == "tool" and m["tool_call_id"] == "e1"]
     assert "in \ufffd \ufffd \ufffd end" in echoed
+
+
+class Exits(Tool[EchoInput]):
+    name = "exits"
+    description = "A tool whose library calls sys.exit."
+
+    async def execute(self, args: EchoInput, ctx: ToolContext) -> str:
+        raise SystemExit(3)
+
+
+class Interrupts(Tool[EchoInput]):
+    name = "interrupts"
+    description = "A tool that raises KeyboardInterrupt itself."
+
+    async def execute(self, args: EchoInput, ctx: ToolContext) -> str:
+        raise KeyboardInterrupt
+
+
+async def test_i11_a_tool_raising_system_exit_or_keyboard_interrupt_fails_that_call_only(
+    store_url: str, server: ScriptedOpenAIServer, runtime_factory: Callable[..., Runtime],
+) -> None:
+    server.script(calls(tool_call("x1", "exits", text="a"), tool_call("k1", "interrupts", text="b")),
+                  answer("went on"))
+    rt = runtime_factory([AgentSpec(name="main", model=connection(server),
+                                    tools=(Exits(), Interrupts()))], store=store_url)
+
+    result = await run(rt, "call both")
+
+    assert result.status == "succeeded" and result.output == "went on"
+    sent = server.model_requests[1].json["messages"]
+    told = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+    assert "raised SystemExit" in told["x1"] and "raised KeyboardInterrupt" in told["k1"]
+
+
+async def test_i11_tool_arguments_nested_too_deeply_are_an_invalid_response_not_a_crash(
+    store_url: str, server: ScriptedOpenAIServer, runtime_factory: Callable[..., Runtime],
+) -> None:
+    deep = '{"text": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    for _ in range(4):
+        server.script(calls(("d1", "exits", deep)))
+    rt = runtime_factory([AgentSpec(name="main", model=connection(server), tools=(Exits(),))],
+                         store=store_url)
+
+    result = await run(rt, "nest")
+
+    assert result.status == "failed" and result.error is not None
+    assert result.error.code == "MODEL_INVALID_RESPONSE"
+    assert "nested too deeply" in result.error.message

@@ -1,6 +1,7 @@
 """Agent runs: the React loop, Planner / Executor delegation, control, sessions, events."""
 
 from agentloom.agent.events import RunEvent, run_events
+from agentloom.agent.failures import RecoveryPolicy
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop
 from agentloom.agent.runtime import RunError, RunHandle, RunResult, Runtime, list_runs
 from agentloom.agent.sessions import SessionError
@@ -12,6 +13,7 @@ __all__ = [
     "Limits",
     "LoopOutcome",
     "ReactLoop",
+    "RecoveryPolicy",
     "RunError",
     "RunEvent",
     "RunHandle",

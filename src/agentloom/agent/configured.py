@@ -23,6 +23,7 @@ import os
 import sys
 from pathlib import Path
 
+from agentloom.agent.failures import RecoveryPolicy
 from agentloom.agent.runtime import Runtime
 from agentloom.agent.spec import AgentSpec, Limits
 from agentloom.config import Config
@@ -106,7 +107,10 @@ def runtime_from_config(
     return Runtime(specs, store=url, hooks=hooks, hook_functions=functions,
                    workspace_root=config.workspace_root(),
                    sandbox_backend=sandbox_backend or config.sandbox.backend,
-                   sandbox_policy=environment_policy(config))
+                   sandbox_policy=environment_policy(config),
+                   recovery=RecoveryPolicy(max_failures=config.recovery.max_failures,
+                                           backoff_s=config.recovery.backoff_s,
+                                           max_backoff_s=config.recovery.max_backoff_s))
 
 
 def _importable(folder: Path) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 from agentloom.agent.controls import STOP, SUPPLEMENT, ControlState, record_control
 from agentloom.agent.delegation import DelegationHandler, delegate_spec
 from agentloom.agent.events import TERMINAL, RunEvent, run_events
+from agentloom.agent.failures import RecoveryPolicy, note_failure, retry_at
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop, initial_messages
 from agentloom.agent.quota import TokenQuota
 from agentloom.agent.sessions import open_session, turn_op
@@ -163,11 +164,14 @@ class Runtime:
         sandbox_backend: SandboxBackend = "auto",
         sandbox_policy: EnvironmentPolicy | None = None,
         space_id: str = "default",
+        recovery: RecoveryPolicy | None = None,
     ) -> None:
         """``sandbox_backend`` picks the sandbox ``exec`` runs in (``auto``: bubblewrap, else
         Landlock, else ``exec`` fails with ``SANDBOX_UNAVAILABLE``; ``none``: unconfined) and
         is recorded on every run; ``sandbox_policy`` is what commands may see and use
-        (default ``EnvironmentPolicy()``: empty environment, no network, no shell)."""
+        (default ``EnvironmentPolicy()``: empty environment, no network, no shell).
+        ``recovery`` bounds how often a run the runtime keeps failing on is tried again
+        (``agent.failures``; default: ended ``failed`` after 3 identical failures)."""
         if not agents:
             raise ConfigError("a runtime needs at least one agent")
         self.agents = {a.name: a for a in agents}
@@ -179,6 +183,7 @@ class Runtime:
                     raise ConfigError(f"agent {agent.name!r} delegates to {executor!r}, which "
                                       f"is not defined; agents: {sorted(self.agents)}")
         self.space_id = space_id
+        self.recovery = recovery or RecoveryPolicy()
         self.kernel = Kernel(store, hooks=hooks, hook_functions=hook_functions,
                              workspace_root=workspace_root, sandbox=sandbox_policy,
                              sandbox_backend=sandbox_backend)
@@ -275,8 +280,9 @@ class Runtime:
         live lease holds it (its process died), oldest first.
 
         Returns the handles of the runs it took, and ``(run_id, why)`` for the interrupted
-        runs it left: started with another configuration (``RELEASE_CHANGED``), or claimed by
-        someone else meanwhile (``LEASE_HELD``). A run a live process drives is never taken.
+        runs it left: started with another configuration (``RELEASE_CHANGED``), claimed by
+        someone else meanwhile (``LEASE_HELD``), or failed lately and waiting for its
+        back-off (``BACKING_OFF``, see ``agent.failures``). A run a live process drives is never taken.
         The output spools of runtimes that died are deleted first, and cleanup jobs that
         failed earlier (a run-end deletion that could not finish) are tried again.
         """
@@ -288,6 +294,9 @@ class Runtime:
         for row in self.store.query("runs", {"status": "running"}, order_by=("created_at",)):
             run_id = row["run_id"]
             if run_id in self._live or (row.get("lease_expires_at") or 0) >= now:
+                continue
+            if retry_at(row["data"]) > now:  # it failed lately: its back-off is not over
+                left.append((run_id, "BACKING_OFF"))
                 continue
             try:
                 taken.append(await self.resume(run_id, only_if_expired=True))
@@ -391,6 +400,9 @@ class Runtime:
         except FencedOut as exc:
             raise RunError(f"run {run_id} was taken over by another worker: {exc}",
                            code="LEASE_LOST") from exc
+        except Exception as exc:
+            watcher.cancel()  # no lease renewal after the failure lets the lease go
+            return await self._failed(live, exc)
         finally:
             watcher.cancel()
             for queue in live.subscribers:
@@ -425,6 +437,39 @@ class Runtime:
         await environment.end_run(lease.run_id, lease.lease_epoch)
         return RunResult(lease.run_id, outcome.status, outcome.output, outcome.error,
                          outcome.steps, environment.revocation_confirmed(lease.run_id))
+
+    async def _failed(self, live: _Live, exc: Exception) -> RunResult:
+        """The runtime failed while driving the run (not the model, a tool or a hook: those
+        end in results). Count it on the run; after ``recovery.max_failures`` identical
+        failures end the run ``failed``, else let its lease go for a worker to try again
+        after the back-off, and raise ``RUN_CRASHED``."""
+        run_id = live.lease.run_id
+        log.debug("run %s: the runtime failed while driving it", run_id, exc_info=exc)
+        row = self.store.get("runs", {"run_id": run_id})
+        data, error = note_failure(dict(row["data"] if row else live.data), exc, self.recovery)
+        failures = data["failures"]
+        if error is not None:
+            try:
+                result = await self._finish(live.lease, data, LoopOutcome("failed", None, error))
+            except Exception:
+                log.warning("run %s: could not end it failed", run_id, exc_info=True)
+            else:
+                live.emit(RunEvent("run.finished", run_id, time.time(), result.to_dict()))
+                return result
+        else:
+            try:
+                await self.kernel.coordinator.commit(WriteSet((Put("runs", {
+                    "run_id": run_id, "updated_at": time.time(), "data": data,
+                    "lease_expires_at": 0.0}),), Fence(run_id, live.lease.lease_epoch)))
+            except Exception:
+                log.warning("run %s: could not record the failure", run_id, exc_info=True)
+        last = failures["last"]
+        raise RunError(
+            f"the runtime failed while driving run {run_id} ({failures['count']} of "
+            f"{self.recovery.max_failures} times this way): {last['code']}: {last['message']}; "
+            "the run stays interrupted: `agentloom worker CONFIG` tries it again after "
+            f"{self.recovery.backoff(failures['total']):g}s, or `agentloom runs resume "
+            f"{run_id} --config CONFIG` at once", code="RUN_CRASHED") from exc
 
     def _finished(self, row: dict[str, Any]) -> _Live:
         data = row["data"]

@@ -292,7 +292,9 @@ def worker(
 
 _LEFT = {"RELEASE_CHANGED": "it was started with another configuration (RELEASE_CHANGED)",
          "LEASE_HELD": "another process took it first (LEASE_HELD)",
-         "LEASE_LOST": "another process took it over (LEASE_LOST)"}
+         "LEASE_LOST": "another process took it over (LEASE_LOST)",
+         "BACKING_OFF": "it failed lately and waits out its back-off before the next try "
+                        "(BACKING_OFF; runs show RUN_ID says why)"}
 
 
 # -- controlling runs ------------------------------------------------------------------------

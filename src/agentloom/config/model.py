@@ -51,6 +51,7 @@ __all__ = [
     "HookMatchConfig",
     "LimitsConfig",
     "ModelChoice",
+    "RecoveryConfig",
     "RetryConfig",
     "SandboxBackendName",
     "SandboxConfig",
@@ -306,6 +307,23 @@ class SandboxConfig(_Strict):
         return env
 
 
+class RecoveryConfig(_Strict):
+    """How often a run the runtime keeps failing on is tried again (``agent.failures``)."""
+
+    max_failures: StrictInt = Field(default=3, ge=1)
+    """Identical failures in a row after which the run ends ``failed``."""
+    backoff_s: StrictFloat = Field(default=5.0, ge=0)
+    """A worker's wait before the next try, doubled after each failure..."""
+    max_backoff_s: StrictFloat = Field(default=600.0, ge=0)
+    """... up to this."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RecoveryConfig:
+        if self.max_backoff_s < self.backoff_s:
+            raise ValueError("max_backoff_s must be at least backoff_s")
+        return self
+
+
 class Config(_Strict):
     """A whole configuration file (format 1), validated.
 
@@ -323,6 +341,7 @@ class Config(_Strict):
     agents: dict[str, AgentConfig] = Field(min_length=1)
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    recovery: RecoveryConfig = Field(default_factory=RecoveryConfig)
 
     _base_dir: Path = PrivateAttr(default_factory=lambda: Path.cwd().resolve())
 

@@ -249,6 +249,8 @@ def _tool_call_problem(fragment: ToolCallFragment, offered: set[str], seen_ids: 
         value = json.loads(text)
     except ValueError as exc:
         return f"{where} ({fragment.name}) has arguments that are not valid JSON: {exc}"
+    except RecursionError:
+        return f"{where} ({fragment.name}) has arguments nested too deeply to read"
     if not isinstance(value, dict):
         return f"{where} ({fragment.name}) has arguments that are not a JSON object"
     return None

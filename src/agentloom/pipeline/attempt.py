@@ -36,8 +36,10 @@ async def run_attempt(
         operation_id=state.operation_id, resource_version_id=spec.resource_version_id,
         capability_key=spec.capability_key, arguments=frozen,
     )
-    """Call the handler once. A stop, the run deadline or an exception during the call
-    is an ``unknown`` result (it may have taken effect), never a raised error."""
+    """Call the handler once. A stop, the run deadline or an exception during the call —
+    any the handler raises, ``SystemExit`` and ``KeyboardInterrupt`` included — is an
+    ``unknown`` result (it may have taken effect), never a raised error. Only the runtime's
+    own cancellation of the calling task propagates."""
     task = asyncio.current_task()
     assert task is not None
     stopped = False
@@ -75,7 +77,9 @@ async def run_attempt(
                 message="the run deadline passed while the call was running; "
                 "it may have taken effect", external_outcome="unknown"))
         return _handler_exception(spec, exc)
-    except Exception as exc:
+    except GeneratorExit:
+        raise  # the coroutine itself is being closed
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt, ... the handler's own
         return _handler_exception(spec, exc)
     finally:
         remove()
