@@ -167,6 +167,9 @@ def test_i11_poison_run_the_worker_backs_off_before_trying_again(
     assert swept.exit_code == 0
     assert f"left run {run_id}: it failed lately" in swept.stderr and "BACKING_OFF" in swept.stderr
     assert len(server.model_requests) == 1  # nothing was asked while it backs off
+    shown = cli("runs", "show", run_id, "--store", url)
+    assert "failed 1 time(s) in a row (1 in all); a worker tries again after" in shown.stdout
+    assert cli.json("runs", "show", run_id, "--store", url)["failures"]["count"] == 1
     # an explicit resume is the user's decision: it tries at once, and counts
     resumed = cli("runs", "resume", run_id, "--config", str(config), "--store", url, "--json")
     assert resumed.exit_code == 1

@@ -185,6 +185,13 @@ def print_run_detail(console: Console, run: dict[str, Any]) -> None:
     if run["error"]:
         console.print(plain(f"  error: {run['error']['code']}: {_short(run['error']['message'])}",
                             "red"), highlight=False)
+    failures = run["failures"]
+    if failures and run["status"] == "running":
+        last = failures["last"]
+        console.print(plain(
+            f"  failed {failures['count']} time(s) in a row ({failures['total']} in all); "
+            f"a worker tries again after {_when(failures['retry_at'])}: "
+            f"{last['code']}: {_short(last['message'])}", "red"), highlight=False)
     console.print(Text(f"\n{len(run['operations'])} operation(s)", style="bold"))
     for i, op in enumerate(run["operations"], start=1):
         console.print(_operation(i, op), soft_wrap=True)

@@ -60,6 +60,7 @@ def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
         "lease_expires_at": row["lease_expires_at"],
         "output": data.get("output"),
         "error": data.get("error"),
+        "failures": data.get("failures"),
         "steps": data.get("steps"),
         "operations": [operation_detail(store, op) for op in operations],
     }
