@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentloom.errors import FencedOut, RevisionConflict, StoreError
+from agentloom.store._readonly import RefusingWriter, check_version, not_found
 from agentloom.store.ports import Fence, Insert, Op, Put, WriteSet, lease_held
 from agentloom.store.schema import MIGRATIONS, Table, table
 
@@ -33,8 +34,9 @@ class SqlStore:
     placeholder = "?"
     integrity_errors: tuple[type[BaseException], ...] = ()
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.url = url
+        self.read_only = read_only
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         # Keyed by the columns *in order*: the values are bound in the row's order.
@@ -42,13 +44,22 @@ class SqlStore:
         self._update_cache: dict[
             tuple[str, str, tuple[str, ...]], tuple[str, tuple[int | None, ...], bool]
         ] = {}
-        self._writer: Any = self._connect()
+        if read_only:  # no writer, no migration: the store must already be there, as it is
+            self._writer: Any = RefusingWriter(self._safe_url())
+            self._reader: Any = self._connect(reader=True)
+            try:
+                self._check_store()
+            except BaseException:
+                self._reader.close()
+                raise
+            return
+        self._writer = self._connect()
         try:
             self._migrate()
         except BaseException:
             self._writer.close()  # a store that refuses to open must not leak its connection
             raise
-        self._reader: Any = self._connect(reader=True)
+        self._reader = self._connect(reader=True)
 
     # -- dialect hooks -------------------------------------------------------------
     def _connect(self, *, reader: bool = False) -> Any:
@@ -57,6 +68,10 @@ class SqlStore:
 
     def _begin(self, cur: Any) -> None:
         cur.execute("BEGIN")
+
+    def _has_table(self, name: str) -> bool:
+        """Whether the database (the schema, on PostgreSQL) has the table ``name``."""
+        raise NotImplementedError
 
     def _migration_lock(self, cur: Any) -> None:
         """Serialise concurrent migrators (PostgreSQL takes an advisory lock)."""
@@ -88,11 +103,7 @@ class SqlStore:
                 )
                 cur.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
                 current = int(cur.fetchone()[0])
-                if current > len(MIGRATIONS):
-                    raise StoreError(
-                        f"database schema version {current} is newer than this AgentLoom "
-                        f"({len(MIGRATIONS)}); upgrade agentloom before opening {self.url!r}"
-                    )
+                check_version(current, self._safe_url(), read_only=False)
                 for version in range(current + 1, len(MIGRATIONS) + 1):
                     summary, sqlite_sql, postgres_sql = MIGRATIONS[version - 1]
                     self._execute_script(cur, self._ddl(sqlite_sql, postgres_sql))
@@ -107,6 +118,14 @@ class SqlStore:
                 raise
             finally:
                 cur.close()
+
+    def _check_store(self) -> None:
+        """A read-only open: the database holds a store at this code's schema version."""
+        if not self._has_table("schema_migrations"):
+            raise not_found(f"{self._safe_url()} holds no AgentLoom store (no schema_migrations "
+                            "table): nothing has run there yet, or the URL names another "
+                            "database")
+        check_version(self.schema_version(), self._safe_url(), read_only=True)
 
     def schema_version(self) -> int:
         rows = self._read("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", ())

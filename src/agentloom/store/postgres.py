@@ -5,7 +5,10 @@ exclusive one) before it reads the epoch, so a concurrent claim waits for in-fli
 commits and every later commit of the old holder sees the new epoch. (A ``FOR SHARE``
 row lock would do the same, but it writes the row — and WAL — on every commit.)
 An optional ``schema`` query parameter (``postgresql://host/db?schema=name``)
-keeps AgentLoom's tables in their own schema, created when missing.
+keeps AgentLoom's tables in their own schema, created when missing; never a system
+schema (``information_schema``, ``pg_*``). Read-only (``read_only=True``) nothing is
+created or migrated, the session's transactions are read-only, and a schema that does not
+exist is ``STORE_NOT_FOUND``.
 
 A batch is first sent as *one query*, ``BEGIN; …; COMMIT`` with the values bound
 client-side (psycopg's ``ClientCursor``, which quotes them): one round trip. The
@@ -23,11 +26,13 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from agentloom.errors import ConfigError, StoreError
+from agentloom.store._readonly import not_found
 from agentloom.store._sql import SqlStore, coalesced
 from agentloom.store.ports import Fence, Insert, WriteSet
 from agentloom.store.schema import table
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_SYSTEM_SCHEMAS = frozenset({"information_schema"})  # and every pg_* name
 # A run's lease lock: the two-key advisory lock space, AgentLoom's class 0x414C ("AL").
 _RUN_LOCK = "SELECT pg_advisory_xact_lock(16716, hashtext(%s))"
 _RUN_LOCK_SHARED = "SELECT pg_advisory_xact_lock_shared(16716, hashtext(%s))"
@@ -36,6 +41,25 @@ _FENCE_CHECK = ("SELECT 1 / COALESCE((SELECT (lease_epoch = %s)::int FROM runs "
                 "WHERE run_id = %s), 0)")
 _CHECKED_UPDATE = "WITH u AS ({sql} RETURNING 1) SELECT 1 / (SELECT (count(*) = 1)::int FROM u)"
 _CHECKED_EXISTS = "SELECT 1 / (SELECT count(*)::int FROM ({sql}) AS e)"
+
+
+def _check_schema_name(name: str) -> None:
+    """Refuse a ``?schema=`` that is not a plain identifier or that names a system schema.
+
+    Raises:
+        ConfigError: naming the schema, why it is refused and what to use instead.
+    """
+    if not _SCHEMA_NAME.match(name):
+        raise ConfigError(
+            f"store URL schema {name!r} is not a plain lower-case identifier; "
+            "use letters, digits and underscores"
+        )
+    if name in _SYSTEM_SCHEMAS or name.startswith("pg_"):
+        raise ConfigError(
+            f"store URL schema {name!r} is a PostgreSQL system schema (information_schema and "
+            "every pg_* name belong to the server); name a schema of AgentLoom's own, e.g. "
+            "?schema=agentloom"
+        )
 
 
 def _psycopg() -> Any:
@@ -52,19 +76,16 @@ class PostgresStore(SqlStore):
     placeholder = "%s"
     _literal: Any  # the writer's client-side-binding cursor (see _commit_in_one_query)
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
         psycopg = _psycopg()
         self.integrity_errors = (psycopg.errors.UniqueViolation,)
         parts = urlsplit(url)
-        query = dict(parse_qsl(parts.query))
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
         self.schema = query.pop("schema", None)
-        if self.schema is not None and not _SCHEMA_NAME.match(self.schema):
-            raise ConfigError(
-                f"store URL schema {self.schema!r} is not a plain lower-case identifier; "
-                "use letters, digits and underscores"
-            )
+        if self.schema is not None:
+            _check_schema_name(self.schema)
         self._dsn = urlunsplit(parts._replace(query=urlencode(query)))
-        super().__init__(url)
+        super().__init__(url, read_only=read_only)
 
     def _connect(self, *, reader: bool = False) -> Any:
         psycopg = _psycopg()
@@ -72,18 +93,38 @@ class PostgresStore(SqlStore):
         # a write transaction is opened by an explicit BEGIN (``_begin``), so the fast path
         # can send BEGIN … COMMIT as one query.
         conn = psycopg.connect(self._dsn, autocommit=True)
-        if self.schema:
+        try:
             with conn.cursor() as cur:
-                cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
-                cur.execute(f'SET search_path TO "{self.schema}"')
+                if self.read_only:  # the server refuses any write, whatever the code does
+                    cur.execute("SET default_transaction_read_only = on")
+                if self.schema and self.read_only:
+                    cur.execute("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = %s",
+                                (self.schema,))
+                    if cur.fetchone() is None:
+                        raise not_found(
+                            f'no AgentLoom store at {self._safe_url()}: the schema '
+                            f'"{self.schema}" does not exist (nothing has run there yet, or the '
+                            "name is misspelt; a read-only command never creates it)")
+                elif self.schema:
+                    cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+                if self.schema:
+                    cur.execute(f'SET search_path TO "{self.schema}"')
+        except BaseException:
+            conn.close()
+            raise
         if not reader:
             self._literal = psycopg.ClientCursor(conn)  # binds parameters client-side
         return conn
+
+    def _has_table(self, name: str) -> bool:
+        return bool(self._read("SELECT to_regclass(%s) IS NOT NULL", (name,))[0][0])
 
     def _begin(self, cur: Any) -> None:
         cur.execute("BEGIN")
 
     def commit_many(self, batch: Sequence[WriteSet]) -> list[BaseException | None]:
+        if self.read_only:
+            return super().commit_many(batch)  # refused before anything is sent
         with self._write_lock:
             done = self._commit_in_one_query(batch)
         if done:

@@ -58,8 +58,14 @@ TABLES: dict[str, Table] = {
         ),
         Table(
             "blobs",
-            ("digest", "size", "created_at", "content"),
+            ("digest", "size", "created_at", "content", "chunk_size"),
             ("digest",),
+            blob_columns=frozenset({"content"}),
+        ),
+        Table(
+            "blob_chunks",
+            ("digest", "seq", "content"),
+            ("digest", "seq"),
             blob_columns=frozenset({"content"}),
         ),
         Table(
@@ -123,6 +129,13 @@ CREATE TABLE sessions (
 CREATE TABLE session_turns (
   session_id TEXT NOT NULL, seq INTEGER NOT NULL, run_id TEXT NOT NULL,
   created_at {real} NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq));
+"""
+
+_V5_COMMON = """
+ALTER TABLE blobs ADD COLUMN chunk_size INTEGER;
+CREATE TABLE blob_chunks (
+  digest TEXT NOT NULL, seq INTEGER NOT NULL, content {blob} NOT NULL,
+  PRIMARY KEY (digest, seq));
 """
 
 # (summary, sqlite DDL, postgres DDL)
@@ -199,5 +212,10 @@ MIGRATIONS: tuple[tuple[str, str, str], ...] = (
         "v4: agent sessions bound to their scope, and their turns",
         _V4_COMMON.format(real="REAL"),
         _V4_COMMON.format(real="DOUBLE PRECISION"),
+    ),
+    (
+        "v5: a large blob is stored in chunks (blobs.chunk_size, blob_chunks)",
+        _V5_COMMON.format(blob="BLOB"),
+        _V5_COMMON.format(blob="BYTEA"),
     ),
 )

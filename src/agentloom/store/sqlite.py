@@ -3,6 +3,11 @@
 The database file is ``0600`` and the folders the store creates for it ``0700``: the file
 exists with that mode before SQLite opens it, and SQLite gives its ``-wal`` / ``-shm``
 files the database file's mode.
+
+Read-only (``read_only=True``), the file is opened ``mode=ro`` and never created, tightened
+or migrated. SQLite's WAL readers need the ``-wal`` / ``-shm`` files beside it: where they
+are missing and the folder cannot be written (a shared, read-only store), no process can be
+writing to the database, and it is read ``immutable=1`` instead.
 """
 
 from __future__ import annotations
@@ -12,24 +17,36 @@ import sqlite3
 import stat
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+from agentloom.errors import StoreError
 from agentloom.folders import make_dirs
+from agentloom.store._readonly import not_found
 from agentloom.store._sql import SqlStore
 
 _KEY_CONFLICTS = frozenset({"SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE"})
 _SIDECARS = ("-wal", "-shm")
+# A read-only WAL reader finds no -wal / -shm and cannot create them.
+_NO_SIDE_FILES = frozenset({"SQLITE_READONLY_DIRECTORY", "SQLITE_CANTOPEN"})
 
 
 class SqliteStore(SqlStore):
     placeholder = "?"
     integrity_errors = (sqlite3.IntegrityError,)
 
-    def __init__(self, path: str | Path, *, url: str | None = None) -> None:
+    def __init__(self, path: str | Path, *, url: str | None = None,
+                 read_only: bool = False) -> None:
         self.path = Path(path)
-        _prepare_file(self.path)
-        super().__init__(url or f"sqlite:///{self.path}")
+        if not read_only:
+            _prepare_file(self.path)
+        elif not self.path.is_file():
+            raise not_found(f"no store at {str(self.path.absolute())!r}: the file does not "
+                            "exist (a read-only open never creates it)")
+        super().__init__(url or f"sqlite:///{self.path}", read_only=read_only)
 
     def _connect(self, *, reader: bool = False) -> Any:
+        if self.read_only:
+            return _AutocommitConnection(_open_read_only(self.path))
         conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=30.0
         )
@@ -48,8 +65,50 @@ class SqliteStore(SqlStore):
         # IntegrityError also covers NOT NULL and CHECK: those are a bad row, not a lost race.
         return getattr(exc, "sqlite_errorname", None) in _KEY_CONFLICTS
 
+    def _has_table(self, name: str) -> bool:
+        sql = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
+        return bool(self._read(sql, (name,))[0][0])
+
     def pragma(self, name: str) -> Any:
         return self._read(f"PRAGMA {name}", ())[0][0]
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """A connection that can only read ``path``: ``mode=ro``, else ``immutable=1``.
+
+    ``mode=ro`` sees concurrent writers' commits, but a reader of a WAL database needs its
+    ``-wal`` / ``-shm`` files and SQLite creates them when they are missing. In a folder this
+    process cannot write that fails; then, if no ``-wal`` holds commits, nobody is writing
+    (a writer would have made one) and the file alone is the database: it is read
+    ``immutable=1``, without locks or side files. A ``-wal`` that holds commits is read only
+    through ``-shm``: without one the store cannot be read here, and the error says so.
+    """
+    uri = f"file:{quote(str(path.absolute()))}?mode=ro"
+    conn = _read_only_connection(uri)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the WAL, if any
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if getattr(exc, "sqlite_errorname", None) not in _NO_SIDE_FILES:
+            raise
+        wal = Path(os.path.realpath(path) + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise StoreError(
+                f"cannot read {str(path)!r} read-only: its write-ahead log {wal.name} holds "
+                f"commits, which SQLite reads only through {path.name}-shm, and that file is "
+                f"missing and cannot be created in {str(path.parent)!r}; open the store once "
+                "with write access (any agentloom command that writes to it) to fold the log "
+                "into the database file"
+            ) from exc
+    return _read_only_connection(uri + "&immutable=1")
+
+
+def _read_only_connection(uri: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
+                           timeout=30.0)
+    conn.execute("PRAGMA query_only=1")
+    return conn
 
 
 def _prepare_file(path: Path) -> None:
