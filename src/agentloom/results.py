@@ -6,6 +6,11 @@ failed or unknown, with content blocks (text / json / artifact_ref). The
 tells apart a result that was denied *before* execution (no Attempt ever ran),
 one denied *after* execution (the raw result is kept and side effects were not
 rolled back), succeeded, failed, unknown and cancelled.
+
+A stored result is named for ``result_read`` by a *result ref*, ``res:<operation_id>``
+(the call's whole text) or ``res:<operation_id>:<part>`` (one stored part, e.g. an
+``exec`` stream): ``result_ref`` makes one and ``parse_result_ref`` reads one; nothing
+else spells the format.
 """
 
 from __future__ import annotations
@@ -18,6 +23,37 @@ from agentloom.errors import OperationError
 from agentloom.text import storable
 
 ResultStatus = Literal["succeeded", "failed", "unknown"]
+
+RESULT_REF_PREFIX = "res:"
+
+
+def result_ref(operation_id: str, part: str | None = None) -> str:
+    """The opaque reference ``result_read`` reads a stored result by: the whole text of
+    ``operation_id``'s result, or its stored ``part``. Never a storage path."""
+    if not operation_id or ":" in operation_id:
+        raise ValueError(f"an operation id in a result ref cannot be empty or hold ':', "
+                         f"got {operation_id!r}")
+    if part is None:
+        return f"{RESULT_REF_PREFIX}{operation_id}"
+    if not part:
+        raise ValueError("a result ref's part cannot be empty")
+    return f"{RESULT_REF_PREFIX}{operation_id}:{part}"
+
+
+def parse_result_ref(ref: str) -> tuple[str, str | None] | None:
+    """``(operation_id, part)`` of a ref ``result_ref`` made (``part`` None for the whole
+    result); None for any other string."""
+    if not ref.startswith(RESULT_REF_PREFIX):
+        return None
+    operation_id, colon, part = ref[len(RESULT_REF_PREFIX):].partition(":")
+    if not operation_id or (colon and not part):
+        return None
+    return operation_id, part if colon else None
+
+
+def rendered_json(data: Any) -> str:
+    """A JSON block as text: what ``ToolResult.text`` shows and ``result_read`` reads."""
+    return json.dumps(data, ensure_ascii=False, sort_keys=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,7 +198,7 @@ class ToolResult:
             if isinstance(block, TextBlock):
                 parts.append(block.text)
             elif isinstance(block, JsonBlock):
-                parts.append(json.dumps(block.data, ensure_ascii=False, sort_keys=True))
+                parts.append(rendered_json(block.data))
             else:
                 parts.append(f"[artifact {block.artifact.ref}]")
         return "\n".join(parts)
@@ -256,6 +292,9 @@ class OperationResult:
     ``result`` is the *effective* result (after post-hooks); ``raw`` is what the
     handler returned, kept when a post-hook denied delivery. A result denied
     before execution has ``attempts == 0`` and neither raw nor result.
+    ``result_ref`` names the stored full text of ``describe()`` when the context kept
+    only a preview of it (it was longer than the context's preview limit), else None:
+    a ref in it always reads.
     """
 
     operation_id: str
@@ -268,6 +307,7 @@ class OperationResult:
     attempts: int = 0
     executed_arguments: dict[str, Any] | None = None
     proposed_arguments: dict[str, Any] | None = None
+    result_ref: str | None = None
 
     @property
     def denied(self) -> bool:
@@ -307,6 +347,7 @@ class OperationResult:
             "attempts": self.attempts,
             "executed_arguments": self.executed_arguments,
             "proposed_arguments": self.proposed_arguments,
+            "result_ref": self.result_ref,
             "side_effects_rolled_back": False,
         }
 
@@ -324,4 +365,5 @@ class OperationResult:
             attempts=int(data.get("attempts", 0)),
             executed_arguments=data.get("executed_arguments"),
             proposed_arguments=data.get("proposed_arguments"),
+            result_ref=data.get("result_ref"),
         )

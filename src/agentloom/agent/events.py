@@ -23,6 +23,7 @@ from agentloom.store import Store
 __all__ = ["EventSink", "RunEvent", "envelope_status", "run_events", "summary_of"]
 
 SUMMARY_LIMIT = 200
+SUMMARY_WINDOW = 16 * SUMMARY_LIMIT  # characters of a result looked at for its summary
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +46,12 @@ def envelope_status(envelope: OperationResult) -> str:
 
 def summary_of(envelope: OperationResult) -> str:
     """A short summary taken from the call's actual result (or its error / denial)."""
-    text = envelope.describe().strip().replace("\n", " ")
-    return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + "…"
+    text = envelope.describe()
+    cut = len(text) > SUMMARY_WINDOW
+    if cut:  # summarise the head: a large result is never copied whole
+        text = text[:SUMMARY_WINDOW]
+    text = text.strip().replace("\n", " ")
+    return text if len(text) <= SUMMARY_LIMIT and not cut else text[: SUMMARY_LIMIT - 1] + "…"
 
 
 def _kind(event_type: str) -> str:

@@ -5,6 +5,12 @@ invocation (model responses, tool results) in turn order, never stored as a seco
 What the model is told about a tool call is what was executed: when a hook changed the
 arguments, the assistant turn shows the executed arguments and the tool message says so.
 A call whose outcome is unknown, denied or failed is reported as exactly that.
+
+A result text longer than ``PREVIEW_LIMIT`` characters is cut only when its full text was
+stored (the envelope's ``result_ref``, set when it is longer than the context's preview
+limit): the cut names that ref and the byte offset to read on from, so the model can always
+read the rest. A text the context kept whole (a preview limit above ``PREVIEW_LIMIT``) is
+shown whole: no ref to it exists.
 """
 
 from __future__ import annotations
@@ -13,7 +19,6 @@ import json
 from collections.abc import Sequence
 
 from agentloom.catalog import CapabilitySpec
-from agentloom.context.manager import result_ref_for
 from agentloom.models.types import Message, ModelResponse, ToolCall, ToolDef
 from agentloom.results import OperationResult
 
@@ -49,13 +54,15 @@ def assistant_message(response: ModelResponse, executed: Sequence[OperationResul
 def tool_message(call: ToolCall, envelope: OperationResult) -> Message:
     """The tool message for one call: its real status and a text taken from the result."""
     text = envelope.describe()  # a failure reads "failed: …", "outcome unknown …", "denied …"
+    ref = envelope.result_ref
+    if ref is not None and len(text) > PREVIEW_LIMIT:
+        # the stored text is exactly ``describe()``: the rest starts where ``shown`` ends
+        shown = text[:PREVIEW_LIMIT]
+        text = (f"{shown}\n[truncated: {len(text)} characters in all; read the rest with "
+                f"result_read and result_ref {ref!r} from offset {len(shown.encode())}]")
     if envelope.executed_arguments is not None \
             and envelope.executed_arguments != envelope.proposed_arguments:
         text = (f"{text}\n[note: a hook changed the arguments before execution; executed "
                 f"with {json.dumps(envelope.executed_arguments, sort_keys=True)}]")
-    if len(text) > PREVIEW_LIMIT:
-        shown = text[:PREVIEW_LIMIT]
-        text = (f"{shown}\n[truncated: {len(text)} characters in all; read the rest with "
-                f"result_read and result_ref {result_ref_for(envelope.operation_id)!r}]")
     return Message(role="tool", content=text, tool_call_id=call.id, name=call.name)
 

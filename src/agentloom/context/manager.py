@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentloom.hooks.patch import ContextChange, PatchInvalid, PatchOp, apply_ops
 from agentloom.ids import new_id
-from agentloom.results import ToolResult
+from agentloom.results import ToolResult, result_ref
 from agentloom.store.ports import Insert, Op, Store
 from agentloom.workspace.blobs import BLOB_REF_PREFIX
 
@@ -50,9 +50,13 @@ def result_record_id(operation_id: str) -> str:
     return f"result:{operation_id}"
 
 
-def result_ref_for(operation_id: str) -> str:
-    """An opaque reference a model may pass to ``result.read``; never a storage path."""
-    return f"res:{operation_id}"
+@dataclass(frozen=True, slots=True)
+class ResultOps:
+    """The ops storing a call's outcome in context, and the ``result_ref`` of its full text
+    when only a preview was kept (None when the whole text is in the context record)."""
+
+    ops: list[Op] = field(default_factory=list)
+    result_ref: str | None = None
 
 
 class ContextManager:
@@ -174,53 +178,66 @@ class ContextManager:
         outcome: str,
         result: ToolResult | None,
         summary: str,
-    ) -> list[Op]:
+        stored: Mapping[str, Any] | None = None,
+        text: str | None = None,
+    ) -> ResultOps:
         """Ops storing a call's outcome in context: a bounded preview, and the full text as a
-        content-addressed blob behind a ``result_ref`` when it does not fit."""
-        text = result.text() if result is not None else summary
-        encoded = text.encode("utf-8")
+        content-addressed blob behind a ``result_ref`` when it does not fit.
+
+        ``stored`` is ``result`` as the operation's rows store it: when its one content block
+        is a blob there (``pipeline.stored``), that blob *is* the full text and the ref names
+        it; nothing is encoded or stored again. ``text`` is ``result.text()`` when the caller
+        already has it.
+        """
+        if text is None:
+            text = result.text() if result is not None else summary
         ops: list[Op] = []
         record: dict[str, Any] = {
             "operation_id": operation_id,
             "capability": capability,
             "outcome": outcome,
             "truncated": False,
-            "size": len(encoded),
         }
-        if len(encoded) > self.preview_limit:
-            digest = hashlib.sha256(encoded).hexdigest()
-            ref = result_ref_for(operation_id)
-            now = time.time()
-            ops.append(
-                Insert("blobs", {"digest": digest, "size": len(encoded), "created_at": now,
-                                 "content": encoded}, if_absent=True)
-            )
+        ref = None
+        blob = _only_blob(stored) if result is not None else None
+        if blob is None:
+            encoded = text.encode("utf-8")
+            if len(encoded) <= self.preview_limit:
+                record.update(size=len(encoded), preview=text)
+            else:  # (a result of several blocks: its joined text is stored on its own)
+                blob = hashlib.sha256(encoded).hexdigest(), len(encoded)
+                ops.append(Insert("blobs", {"digest": blob[0], "size": blob[1],
+                                            "created_at": time.time(), "content": encoded},
+                                  if_absent=True))
+            del encoded
+        if blob is not None:
+            digest, size = blob
+            ref = result_ref(operation_id)
             ops.append(
                 Insert("results", {"result_ref": ref, "operation_id": operation_id,
                                    "run_id": run_id, "role": role, "scope_id": scope_id,
-                                   "digest": digest, "size": len(encoded), "created_at": now},
+                                   "digest": digest, "size": size, "created_at": time.time()},
                        if_absent=True)
             )
-            preview = encoded[: self.preview_limit].decode("utf-8", errors="ignore")
-            record.update(preview=preview, truncated=True, result_ref=ref,
+            head = text[: self.preview_limit].encode("utf-8")[: self.preview_limit]
+            preview = head.decode("utf-8", errors="ignore")
+            record.update(size=size, preview=preview, truncated=True, result_ref=ref,
                           covered=[0, len(preview.encode("utf-8"))])
-        else:
-            record["preview"] = text
-        stored = []
+        parts = []
         for index, artifact in enumerate(result.artifacts if result is not None else ()):
             if not artifact.ref.startswith(BLOB_REF_PREFIX):
                 continue
             location = artifact.ref[len(BLOB_REF_PREFIX):]
             name = artifact.name or str(index)
-            ref = f"{result_ref_for(operation_id)}:{name}"
+            part_ref = result_ref(operation_id, name)
             ops.append(Insert("results", {
-                "result_ref": ref, "operation_id": operation_id, "run_id": run_id, "role": role,
-                "scope_id": scope_id, "digest": location.rsplit("/", 1)[-1],
+                "result_ref": part_ref, "operation_id": operation_id, "run_id": run_id,
+                "role": role, "scope_id": scope_id, "digest": location.rsplit("/", 1)[-1],
                 "size": artifact.size or 0, "created_at": time.time(), "location": location,
             }, if_absent=True))
-            stored.append({"name": name, "result_ref": ref, "size": artifact.size})
-        if stored:
-            record["stored"] = stored
+            parts.append({"name": name, "result_ref": part_ref, "size": artifact.size})
+        if parts:
+            record["stored"] = parts
         if scope_id is not None:
             ops.append(
                 self.record_op(
@@ -229,4 +246,14 @@ class ContextManager:
                     position=f"{operation_id}:1",
                 )
             )
-        return ops
+        return ResultOps(ops, ref)
+
+
+def _only_blob(stored: Mapping[str, Any] | None) -> tuple[str, int] | None:
+    """``(digest, size)`` when a stored result's one content block is a blob (then that blob
+    holds exactly what ``ToolResult.text`` makes of the result), else None."""
+    content = stored.get("content") if stored is not None else None
+    if not isinstance(content, list) or len(content) != 1 or not isinstance(content[0], Mapping):
+        return None
+    ref = content[0].get("blob")
+    return (str(ref["digest"]), int(ref["size"])) if isinstance(ref, Mapping) else None

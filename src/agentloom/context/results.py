@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentloom.context.blobs import read_blob
 from agentloom.errors import OperationError
 from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
-from agentloom.results import ToolResult
+from agentloom.results import ToolResult, parse_result_ref
 from agentloom.store.ports import Store
 from agentloom.workspace.blobs import FileBlobStore
 
@@ -50,7 +51,8 @@ class ResultReadHandler:
         ref = str(request.arguments.get("result_ref", ""))
         offset = int(request.arguments.get("offset", 0))
         limit = int(request.arguments.get("limit", 16384))
-        row = self.store.get("results", {"result_ref": ref})
+        row = self.store.get("results", {"result_ref": ref}) \
+            if parse_result_ref(ref) is not None else None
         allowed = (
             row is not None
             and row["run_id"] == context.run_id
@@ -72,9 +74,8 @@ class ResultReadHandler:
                 chunk, size = self.blobs.read(row["location"], offset, limit)
             except (OSError, ValueError):
                 chunk = None
-        elif (blob := self.store.get("blobs", {"digest": row["digest"]})) is not None:
-            content: bytes = blob["content"]
-            chunk, size = content[offset: offset + limit], len(content)
+        elif (page := read_blob(self.store, row["digest"], offset, limit)) is not None:
+            chunk, size = page
         if chunk is None:
             return ToolResult.failure(
                 OperationError(code="RESULT_BLOB_MISSING", category="not_found",

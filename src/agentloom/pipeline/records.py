@@ -1,23 +1,25 @@
 """How an operation's working state maps to store rows (one ``operations`` row per call).
 
-An operation's row is written at every phase, and its large parts — the request (with the
-proposed arguments), the payload, the raw and the effective result — are the same objects
-from one phase to the next: they are *replaced*, never changed in place. So each is
-encoded once: a row's ``data`` is an ``EncodedJson``, a plain dict that also carries the
-text the SQL stores write for it (the same text ``json.dumps`` with sorted keys and
-compact separators makes), composed from the parts' cached texts.
+An operation's large parts are encoded once per operation, and a large result block is
+stored once, as a blob that every row names (``pipeline.stored``); the state itself always
+holds the whole result, as hooks and the waiter see it.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentloom.errors import OperationError, StoreError
+from agentloom.pipeline.stored import RESULT_PARTS, EncodedJson, PartCache, encoded_over
 from agentloom.results import OperationResult, ToolResult
 from agentloom.store.ports import Insert, Put, Store
+
+__all__ = [
+    "PHASES", "EncodedJson", "OperationState", "apply_delta", "arguments_delta", "attempt_row",
+    "hook_row", "proposed_arguments", "remember_arguments", "stored_envelope",
+]
 
 PHASES = (
     "intent_saved",
@@ -27,51 +29,6 @@ PHASES = (
     "hooks_after",
     "delivered",
 )
-
-
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode
-# The parts of an operation that are replaced, never changed in place (see above).
-_ENCODED_ONCE = frozenset({"request", "payload", "raw", "result"})
-
-
-class EncodedJson(dict[str, Any]):
-    """A row's JSON object whose ``json_text`` is exactly what the SQL stores would write
-    for it (sorted keys, compact separators, non-ASCII kept), made when first asked for,
-    with the operation's parts taken from its cache of part texts. To anything else (the
-    memory store) it is a plain dict."""
-
-    __slots__ = ("_parts", "_text")
-    _parts: dict[str, tuple[Any, str]]  # part name -> (the part, its text), shared
-    _text: str
-
-    @property
-    def json_text(self) -> str:
-        try:
-            return self._text
-        except AttributeError:
-            pass
-        parts = getattr(self, "_parts", {})
-        out: list[str] = []
-        run: dict[str, Any] = {}  # consecutive other keys, encoded together
-        for key in sorted(self):
-            value = self[key]
-            if key not in _ENCODED_ONCE:
-                run[key] = value
-                continue
-            if run:
-                out.append(_encode(run)[1:-1])
-                run = {}
-            if value is None:
-                out.append(f'"{key}":null')
-                continue
-            cached = parts.get(key)
-            if cached is None or cached[0] is not value:
-                cached = parts[key] = (value, _encode(value))
-            out.append(f'"{key}":{cached[1]}')
-        if run:
-            out.append(_encode(run)[1:-1])
-        self._text = "{" + ",".join(out) + "}"
-        return self._text
 
 
 @dataclass(slots=True)
@@ -102,15 +59,25 @@ class OperationState:
     # InvocationPipeline._execute_phase); ``deferred`` holds the ops waiting for it
     unsaved: bool = False
     deferred: list[Any] = field(default_factory=list, repr=False, compare=False)
-    # part name -> (the part, its text): valid while the part is that very object
-    _texts: dict[str, tuple[Any, str]] = field(default_factory=dict, repr=False, compare=False)
+    # the parts' texts and stored forms: valid while a part is that very object
+    _parts: PartCache = field(default_factory=PartCache, repr=False, compare=False)
 
     def encoded(self, data: dict[str, Any]) -> EncodedJson:
         """``data`` (a row's JSON column) as an ``EncodedJson``: this operation's parts
-        (``request``, ``payload``, ``raw``, ``result``) in it are encoded once."""
-        encoded = EncodedJson(data)
-        encoded._parts = self._texts
-        return encoded
+        (``request``, ``payload``, ``raw``, ``result``) in it are encoded once, and the
+        large blocks of ``raw`` and ``result`` stored once (see ``pipeline.stored``)."""
+        return encoded_over(data, self._parts)
+
+    def stored_effective(self, limit: int) -> Any:
+        """The stored form of the effective result (``result``, else ``raw``) with blocks over
+        ``limit`` bytes as blob refs: what its rows will hold."""
+        key = "result" if self.result is not None else "raw"
+        value = self.result if self.result is not None else self.raw
+        return None if value is None else self._parts.prepare(key, value, limit)[0]
+
+    def text_of(self, result: ToolResult) -> str | None:
+        """``result.text()`` when it was already made for storing it, else None."""
+        return self._parts.text_of(result)
 
     def row(self, *, new: bool = False) -> Put | Insert:
         """The operations row; ``new`` makes it an Insert, so a second operation with the same
@@ -158,6 +125,9 @@ class OperationState:
                 raise StoreError(f"operation {row['operation_id']} stores its arguments as a "
                                  "delta; pass the store to read it")
             request = {**request, "proposed_arguments": proposed_arguments(request, store)}
+        parts = PartCache()
+        texts: dict[str, str] = {}  # a blob the raw and the result share is read once
+        loaded = {key: parts.loaded(key, data.get(key), store, texts) for key in RESULT_PARTS}
         return cls(
             operation_id=row["operation_id"],
             run_id=row["run_id"],
@@ -174,10 +144,11 @@ class OperationState:
             hooks_version=data.get("hooks_version", ""),
             cursor=data.get("cursor"),
             attempts=data["attempts"],
-            raw=data.get("raw"),
-            result=data.get("result"),
+            raw=loaded["raw"],
+            result=loaded["result"],
             envelope=data.get("envelope"),
             created_at=row["created_at"],
+            _parts=parts,
         )
 
     def envelope_result(self, *, live_result: ToolResult | None = None) -> OperationResult:
@@ -208,6 +179,7 @@ class OperationState:
             attempts=self.attempts,
             executed_arguments=dict(self.payload) if self.attempts else None,
             proposed_arguments=dict(self.request["proposed_arguments"]),
+            result_ref=self.envelope.get("result_ref"),
         )
 
 
