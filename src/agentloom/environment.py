@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from agentloom.catalog import CapabilitySpec
@@ -98,16 +99,22 @@ class RunEnvironment:
 
     async def open_workspace(
         self, *, owner: OwnerRef, run_id: str, session_id: str | None, invocation_id: str,
-        fence: Fence | None,
+        fence: Fence | None, workdir: Path | None = None, keep: bool = False,
+        busy: Callable[[str], bool] = lambda run_id: True,
     ) -> WorkspaceScope:
-        """The run's scope: a persistent session folder, or a per-invocation one."""
+        """The run's scope: a folder of the user's (``workdir``, refused while a run for
+        which ``busy`` holds it), a persistent session folder, or a per-invocation one
+        (kept after the run with ``keep``)."""
+        if workdir is not None:
+            return await self.scopes.bind(owner=owner, run_id=run_id, folder=workdir,
+                                          busy=busy, fence=fence)
         if session_id is not None:
             return await self.scopes.register(
                 owner=owner, run_id=run_id, fence=fence, persistent=True,
                 partition_kind="workflow_session" if owner.kind == "workflow"
                 else "agent_session", partition_id=session_id)
         return await self.scopes.register(
-            owner=owner, run_id=run_id, fence=fence, persistent=False,
+            owner=owner, run_id=run_id, fence=fence, persistent=keep,
             partition_kind="invocation", partition_id=invocation_id,
             invocation_id=invocation_id)
 

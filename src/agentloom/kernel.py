@@ -194,13 +194,21 @@ class Kernel:
         owner: OwnerRef | None = None,
         workspace: bool = True,
         session_id: str | None = None,
+        workdir: Path | None = None,
+        keep_workspace: bool = False,
     ) -> RunLease:
         """Create a run, take its lease and (by default) register its workspace.
+
+        ``workdir``: an existing folder is the workspace (refused with ``WORKSPACE_BUSY``
+        while another running run holds it, before any run is created); ``keep_workspace``:
+        the run's own folder is kept after it ends.
 
         With ``session_id`` the workspace is that session's persistent folder; without,
         a folder of this run's own invocation, deleted when the run ends.
         """
         run_id = run_id or new_id()
+        if workspace and workdir is not None:
+            self.environment.scopes.check_bindable(workdir, self.run_is_running)
         now = time.time()
         owner = owner or OwnerRef(kind="agent", id="main")
         run_data = dict(data or {})
@@ -214,9 +222,14 @@ class Kernel:
         if workspace:
             scope = await self.environment.open_workspace(
                 owner=owner, run_id=run_id, session_id=session_id, invocation_id=run_id,
-                fence=Fence(run_id, lease.lease_epoch))
+                fence=Fence(run_id, lease.lease_epoch), workdir=workdir,
+                keep=keep_workspace, busy=self.run_is_running)
             lease = RunLease(run_id, lease.lease_epoch, scope.workspace_scope_id)
         return lease
+
+    def run_is_running(self, run_id: str) -> bool:
+        row = self.store.get("runs", {"run_id": run_id})
+        return row is not None and row["status"] == "running"
 
     def claim(self, run_id: str, *, lease_ttl_s: float = 60.0,
               only_if_expired: bool = False) -> RunLease:

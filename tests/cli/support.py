@@ -81,3 +81,21 @@ class RevokingGateway:
         self.revoked.append(run_id)
         return RevocationReceipt(run_id=run_id, lease_epoch=lease_epoch, killed=1,
                                  confirmed=self.confirmed, at=time.time())
+
+
+SERVER_KEY_ENV = "AGENTLOOM_TEST_KEY"
+
+
+def openai_project(folder: Path, base_url: str, *,
+                   tools: Sequence[str] = ("fs.read", "fs.write", "exec"), extra: str = "") -> Path:
+    """A one-agent config whose model is served over the real OpenAI wire at ``base_url``
+    (the scripted server); its key is read from ``$AGENTLOOM_TEST_KEY`` (set it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = folder / "agentloom.yaml"
+    config.write_text(
+        "version: 1\n"
+        f"connections:\n  local: {{preset: openai, base_url: \"{base_url}\", "
+        f"api_key_env: {SERVER_KEY_ENV}}}\n"
+        "agents:\n  main:\n    model: {connection: local, name: scripted-model}\n"
+        f"    tools: [{', '.join(tools)}]\n{extra}", encoding="utf-8")
+    return config

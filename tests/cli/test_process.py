@@ -25,13 +25,16 @@ SLEEP_TURNS = """\
 WAIT_S = 60.0
 
 
-def _wait_for_exec_started(cli: Cli, proc: subprocess.Popen[str]) -> dict[str, Any]:
-    """Poll ``runs show`` until the run's exec operation has started its Attempt."""
+def _wait_for_exec_started(cli: Cli, proc: subprocess.Popen[str],
+                           others: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Poll ``runs show`` until the run's exec operation has started its Attempt (the newest
+    run not in ``others``)."""
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
         result = cli("runs", "list", "--store", cli.store, "--json")
         runs = json.loads(result.stdout) if result.exit_code == 0 else []
+        runs = [r for r in runs if r["run_id"] not in others]
         if runs:
             shown = cli.json("runs", "show", runs[0]["run_id"], "--store", cli.store)
             ops = [o for o in shown["operations"] if o["capability"] == "exec"]
@@ -87,12 +90,13 @@ def test_cli_runs_stop_cancels_a_run_driven_by_another_process(tmp_path: Path, c
     assert op["status"] in ("cancelled", "unknown")
 
 
-def _killed_during_exec(tmp_path: Path, cli: Cli) -> tuple[Path, str]:
+def _killed_during_exec(tmp_path: Path, cli: Cli,
+                        others: frozenset[str] = frozenset()) -> tuple[Path, str]:
     """Start `agentloom run` on a long exec and SIGKILL it once the exec has started."""
     config = write_project(tmp_path / "p", SLEEP_TURNS, tools=["exec"])
     proc = spawn("run", str(config), "sleep a while", "--store", cli.store, "--json", cwd=tmp_path)
     try:
-        run_id = str(_wait_for_exec_started(cli, proc)["run_id"])
+        run_id = str(_wait_for_exec_started(cli, proc, others)["run_id"])
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=SUBPROCESS_TIMEOUT_S)
@@ -119,20 +123,13 @@ def test_cli_runs_resume_after_a_kill_finishes_without_running_exec_again(
 
 
 @pytest.mark.kill
-def test_cli_runs_stop_of_a_run_nobody_holds_needs_the_config_then_finishes_it_cancelled(
+def test_12_3_runs_stop_of_an_interrupted_run_needs_no_config_and_finishes_it_cancelled(
     tmp_path: Path, cli: Cli
 ) -> None:
-    config, run_id = _killed_during_exec(tmp_path, cli)
-    store = open_store(cli.store)  # the dead worker's lease runs out
-    try:
-        store.commit_many([WriteSet((Put("runs", {"run_id": run_id, "lease_expires_at": 0.0}),))])
-    finally:
-        store.close()
+    _, run_id = _killed_during_exec(tmp_path, cli)
+    assert cli.json("runs", "show", run_id, "--store", cli.store)["status"] == "interrupted"
 
-    refused = cli("runs", "stop", run_id, "--store", cli.store)
-    assert refused.exit_code == 2 and "--config" in refused.stderr
-
-    out = cli.json("runs", "stop", run_id, "--store", cli.store, "--config", str(config))
+    out = cli.json("runs", "stop", run_id, "--store", cli.store)  # the recorded config serves
 
     assert out == {"run_id": run_id, "requested": True, "status": "cancelled"}
 
@@ -160,31 +157,37 @@ def _epoch(cli: Cli, run_id: str) -> int:
 def test_cli_worker_resumes_a_run_whose_process_died_and_never_takes_a_live_or_foreign_one(
     tmp_path: Path, cli: Cli
 ) -> None:
-    config, run_id = _killed_during_exec(tmp_path, cli)
-    epoch = _epoch(cli, run_id)
+    live = spawn("run", str(write_project(tmp_path / "live", SLEEP_TURNS, tools=["exec"])),
+                 "sleep a while", "--store", cli.store, "--json", cwd=tmp_path)
+    try:
+        live_id = str(_wait_for_exec_started(cli, live)["run_id"])
+        config, run_id = _killed_during_exec(tmp_path, cli, frozenset({live_id}))
+        epoch = _epoch(cli, run_id)
+        # a worker of another configuration leaves the dead one, and says why; the live one
+        # is not even considered
+        other = write_project(tmp_path / "other", SLEEP_TURNS, tools=["exec"],
+                              extra="    instructions: Another agent.\n")
+        assert cli.json("worker", str(other), "--once", "--store", cli.store) == {
+            "resumed": [], "left": [{"run_id": run_id, "reason": "RELEASE_CHANGED"}]}
+        assert _epoch(cli, run_id) == epoch  # it did not claim it
 
-    # the dead process's lease has not run out yet: the run may still be driven
-    assert cli.json("worker", str(config), "--once", "--store", cli.store) == {
-        "resumed": [], "left": []}
-    _expire_lease(cli, run_id)
-    # a worker of another configuration leaves it, and says why
-    other = write_project(tmp_path / "other", SLEEP_TURNS, tools=["exec"],
-                          extra="    instructions: Another agent.\n")
-    assert cli.json("worker", str(other), "--once", "--store", cli.store) == {
-        "resumed": [], "left": [{"run_id": run_id, "reason": "RELEASE_CHANGED"}]}
-    assert _epoch(cli, run_id) == epoch  # neither worker claimed it
+        # the killed process is gone (its lease has not run out yet): the run is taken at once
+        out = cli.json("worker", str(config), "--once", "--store", cli.store)
 
-    out = cli.json("worker", str(config), "--once", "--store", cli.store)
-
-    assert out["left"] == []
-    (result,) = out["resumed"]
-    assert (result["run_id"], result["status"]) == (run_id, "succeeded")
-    assert result["output"] == "the command came back"
-    (op,) = [o for o in cli.json("runs", "show", run_id, "--store", cli.store)["operations"]
-             if o["capability"] == "exec"]
-    assert op["status"] == "unknown" and op["attempts"]["count"] == 1  # never run twice
+        assert out["left"] == []
+        (result,) = out["resumed"]
+        assert (result["run_id"], result["status"]) == (run_id, "succeeded")
+        assert result["output"] == "the command came back"
+        (op,) = [o for o in cli.json("runs", "show", run_id, "--store", cli.store)["operations"]
+                 if o["capability"] == "exec"]
+        assert op["status"] == "unknown" and op["attempts"]["count"] == 1  # never run twice
+        assert cli.json("runs", "show", live_id, "--store", cli.store)["status"] == "running"
+        assert live.poll() is None  # the live run was never taken from its process
+    finally:
+        live.kill()
+        live.communicate()
     human = cli("worker", str(config), "--once", "--store", cli.store)
-    assert human.exit_code == 0 and "no interrupted run to resume" in human.stdout
+    assert human.exit_code == 0
 
 
 def test_cli_run_sigint_stops_the_run_as_cancelled_and_exits_1(tmp_path: Path, cli: Cli) -> None:

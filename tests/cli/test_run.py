@@ -62,9 +62,13 @@ def test_cli_run_live_view_shows_each_call_with_role_call_id_status_then_the_ans
     assert any("exec [call_3_2] succeeded" in line and '"exit_code": 0' in line for line in lines)
     assert "succeeded after 4 step(s)" in result.stdout
     answer = lines.index("I wrote hello.txt, read it back, listed the workspace and ran echo.")
-    # then where to look: the run's operations and events, in the store it used
+    # then where its files are (removed here), and where to look: the run's operations and
+    # events, in the store it used
     run_id = next(line.split()[1] for line in lines if line.startswith("run ") and "succeeded" in line)
     assert lines[answer + 2:] == [
+        "The run's folder was removed when it ended; keep its files with --workdir PATH (a "
+        "folder of yours), --session ID, or workspace.keep: true",
+        "",
         "Every call is recorded. See them with:",
         f"  agentloom runs show {run_id} --store {cli.store}",
         f"  agentloom runs events {run_id} --store {cli.store}"]
@@ -103,14 +107,42 @@ def test_cli_run_missing_config_file_and_unknown_agent_exit_2(project: Path, cli
     assert unknown.exit_code == 2 and "'planner'" in unknown.stderr and "main" in unknown.stderr
 
 
-def test_cli_run_exits_1_when_the_script_calls_a_tool_not_offered(tmp_path: Path, cli: Cli) -> None:
-    config = write_project(tmp_path / "p", "  - tool_calls:\n      - name: fs_delete\n"
-                           "        arguments: {path: a.txt}\n  - text: never\n", tools=["fs.read"])
+def test_12_4_cli_run_tells_the_script_model_a_tool_was_not_offered_and_it_corrects_itself(
+    tmp_path: Path, cli: Cli
+) -> None:
+    config = write_project(tmp_path / "p", """\
+  - tool_calls:
+      - {id: bad, name: fs_delete, arguments: {path: a.txt}}
+  - expect: {role: tool, contains: ["tool 'fs_delete' is not offered", "you can call: fs_read"]}
+    text: I cannot delete files here
+""", tools=["fs.read"])
+
+    out = cli.json("run", str(config), "delete it", "--store", cli.store)
+
+    assert out["status"] == "succeeded" and out["output"] == "I cannot delete files here"
+    shown = cli.json("runs", "show", out["run_id"], "--store", cli.store)
+    (refused,) = [o for o in shown["operations"] if o["kind"] == "tool"]
+    assert (refused["capability"], refused["call_id"], refused["status"]) == (
+        "fs_delete", "bad", "failed")
+    assert refused["attempts"] == {"count": 0, "items": []}
+    assert refused["error"]["code"] == "TOOL_NOT_OFFERED"
+    human = cli("runs", "show", out["run_id"], "--store", cli.store)
+    assert "tool fs_delete [bad]" in human.stdout and "attempts: 0" in human.stdout
+
+
+def test_12_4_cli_run_exits_1_with_tool_errors_exceeded_after_the_configured_limit(
+    tmp_path: Path, cli: Cli
+) -> None:
+    bad = "  - tool_calls:\n      - {name: fs_delete, arguments: {path: a.txt}}\n"
+    config = write_project(tmp_path / "p", bad * 3 + "  - text: never\n", tools=["fs.read"],
+                           extra="    limits: {max_tool_errors: 2}\n")
 
     out = cli.json("run", str(config), "delete it", "--store", cli.store, exit_code=1)
 
-    assert out["status"] == "failed" and out["output"] is None
-    assert "fs_delete" in out["error"]["message"]
+    assert out["status"] == "failed" and out["output"] is None and out["steps"] == 2
+    assert out["error"]["code"] == "TOOL_ERRORS_EXCEEDED"
+    assert "2 turns in a row" in out["error"]["message"]
+    assert "TOOL_NOT_OFFERED: tool 'fs_delete' is not offered" in out["error"]["message"]
 
 
 def test_cli_run_exits_1_when_the_script_is_exhausted(tmp_path: Path, cli: Cli) -> None:

@@ -4,10 +4,11 @@ store resolution order, and errors that exit 2. In process, offline, on SQLite."
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+
+from agentloom.store import Put, WriteSet, open_store
 
 from .support import Cli, write_project
 
@@ -209,8 +210,28 @@ def test_cli_runs_resume_of_a_finished_run_prints_its_result(project: Path, cli:
     assert len(cli.json("runs", "show", run_id, "--store", cli.store)["operations"]) == 8
 
 
-def test_cli_runs_resume_needs_the_config(project: Path, cli: Cli) -> None:
+def test_12_3_runs_resume_of_a_finished_run_needs_no_config(project: Path, cli: Cli) -> None:
     run_id = _run(cli, project)
+    out = cli.json("runs", "resume", run_id, "--store", cli.store)
+    assert out["run_id"] == run_id and out["status"] == "succeeded"
+
+
+def test_12_3_runs_resume_of_a_run_without_a_recorded_config_asks_for_one(
+    project: Path, cli: Cli,
+) -> None:
+    run_id = _run(cli, project)
+    store = open_store(cli.store)
+    try:  # as a run started from Python, or by an older AgentLoom, records it
+        row = store.get("runs", {"run_id": run_id})
+        assert row is not None and row["data"]["config"]["path"] == str(
+            (project / "agentloom.yaml").absolute())
+        data = {k: v for k, v in row["data"].items() if k != "config"}
+        store.commit_many([WriteSet((Put("runs", {"run_id": run_id, "data": data}),))])
+    finally:
+        store.close()
     result = cli("runs", "resume", run_id, "--store", cli.store)
-    assert result.exit_code == 2 and "--config" in result.stderr
-    assert os.path.exists(cli.store.removeprefix("sqlite:///"))
+    assert result.exit_code == 2 and "CONFIG_REQUIRED" in result.stderr
+    assert "--config" in result.stderr
+    (project / "agentloom.yaml").rename(project / "moved.yaml")
+    assert cli.json("runs", "resume", run_id, "--config", str(project / "moved.yaml"),
+                    "--store", cli.store)["status"] == "succeeded"

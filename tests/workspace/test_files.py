@@ -89,12 +89,6 @@ async def test_write_then_read_round_trips_with_a_content_hash_etag(
     assert not [n for n in os.listdir(layout.root / "inner") if n.startswith(TEMP_PREFIX)]
 
 
-async def test_write_needs_the_parent_folder_to_exist(
-    service: WorkspaceService, handle: WorkspaceHandle
-) -> None:
-    await expect("NOT_FOUND", service.write(handle, "no/such/dir/x.txt", "x"))
-
-
 async def test_write_keeps_the_mode_of_the_file_it_replaces(
     service: WorkspaceService, handle: WorkspaceHandle, layout: Layout
 ) -> None:

@@ -57,7 +57,9 @@ async def consume(handle: RunHandle, view: render.LiveView | None) -> None:
     """Show the handle's events until the run ends; iterated in the caller's task so the
     subscription exists before the run's task takes its first step (no event is missed)."""
     async for event in handle.events():
-        if view is not None:
+        if event.type == "hook.warning":  # one line on stderr, with --json too
+            say(stderr_console(), render.hook_warning(event.data))
+        elif view is not None:
             view.handle(event)
 
 
@@ -66,4 +68,4 @@ def run_sync(main: Coroutine[Any, Any, RunResult]) -> RunResult:
         return asyncio.run(main)
     except KeyboardInterrupt:  # a second Ctrl-C: quit now, the run stays resumable
         raise CliFailure("interrupted before the run finished; continue it with "
-                         "`agentloom runs resume RUN_ID --config CONFIG`", code="INTERRUPTED") from None
+                         "`agentloom runs resume RUN_ID`", code="INTERRUPTED") from None

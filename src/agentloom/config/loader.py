@@ -8,6 +8,7 @@ whole configuration and reports every problem it finds in one ``ConfigError``.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
@@ -47,10 +48,13 @@ def load_config(path: str | Path) -> Config:
     if data is None:
         raise ConfigError(f"{source}: the file is empty; a minimal configuration is:\n{MINIMAL}",
                           code="CONFIG_EMPTY")
-    return parse_config(data, base_dir=file.absolute().parent, source=source)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return parse_config(data, base_dir=file.absolute().parent, source=source,
+                        source_path=file.absolute(), source_digest=digest)
 
 
-def parse_config(data: Mapping[str, Any], *, base_dir: Path, source: str = "<config>") -> Config:
+def parse_config(data: Mapping[str, Any], *, base_dir: Path, source: str = "<config>",
+                 source_path: Path | None = None, source_digest: str | None = None) -> Config:
     """Validate parsed configuration data; ``base_dir`` is where relative paths are read from.
 
     Raises:
@@ -69,7 +73,9 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, source: str = "<con
             f"{shown(version)}); write the file in version {CONFIG_VERSION} (docs/config.md)")],
             code="CONFIG_VERSION")
     try:
-        return Config.model_validate(dict(data), context={"base_dir": Path(base_dir), "source": source})
+        return Config.model_validate(dict(data), context={
+            "base_dir": Path(base_dir), "source": source, "source_path": source_path,
+            "source_digest": source_digest})
     except ValidationError as exc:
         raise config_error(source, validation_problems(exc, Config, MODEL_TAGS)) from None
 

@@ -268,7 +268,7 @@ class ProcessGateway:
 def _check_scope(scope: SandboxScope, identity: tuple[int, int] | None) -> None:
     if not scope.work_dir.is_dir():
         raise SandboxError(SCOPE_INVALID, f"work_dir {scope.work_dir} is not a directory", phase="ensure")
-    if identity is not None:
+    if identity is not None and not scope.foreign:
         # A root-owned work folder is handed to the sandbox uid, which is who writes in it
         # (the workspace package does this for its own folders; this covers any other).
         fd = os.open(scope.work_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)

@@ -23,10 +23,11 @@ WORK_FOLDER_MODE = 0o700
 _MAX_DEPTH = 256
 
 
-def sweep(work_dir: Path, owner: int) -> int:
+def sweep(work_dir: Path, owner: int, *, foreign: bool = False) -> int:
     """Clear ``FORBIDDEN_BITS`` on the entries below ``work_dir`` that uid ``owner`` owns
-    and make ``work_dir`` ``0700``; return how many entries were changed. A folder that
-    vanishes meanwhile is skipped."""
+    and make ``work_dir`` ``0700`` (not a ``foreign`` one: a folder of the user's keeps its
+    mode); return how many entries were changed. A folder that vanishes meanwhile is
+    skipped."""
     try:
         top = os.open(work_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
@@ -34,7 +35,7 @@ def sweep(work_dir: Path, owner: int) -> int:
     try:
         changed = 0
         st = os.fstat(top)
-        if stat.S_IMODE(st.st_mode) != WORK_FOLDER_MODE:
+        if not foreign and stat.S_IMODE(st.st_mode) != WORK_FOLDER_MODE:
             os.chmod(f"/proc/self/fd/{top}", WORK_FOLDER_MODE)
             changed += 1
         return changed + _sweep_dir(top, owner, 0)

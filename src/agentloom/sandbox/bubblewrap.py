@@ -140,7 +140,8 @@ class BubblewrapGateway(ProcessGateway):
         # launcher's /proc/<pid>/environ, which the sandbox's PID 1 would expose.
         return self._make_launch(argv_for, env={}, cwd="/", info_fd=True, pass_fds=(seccomp_fd,),
                                  identity=self._identity, rlimits=self._rlimits,
-                                 cleanup=lambda: sweep(work_dir, self._command_uid))
+                                 cleanup=lambda: sweep(work_dir, self._command_uid,
+                                                       foreign=scope.foreign))
 
     def _seccomp_fd(self) -> int:
         """The seccomp program in a fresh memfd, for ``--seccomp`` (bwrap reads it once)."""

@@ -117,7 +117,7 @@ class LandlockGateway(ProcessGateway):
             assert command.shell_script is not None
             argv = ["/bin/sh", "-c", command.shell_script]
         def cleanup() -> None:
-            sweep(work, self._command_uid)
+            sweep(work, self._command_uid, foreign=handle.scope.foreign)
             shutil.rmtree(tmp, ignore_errors=True)
 
         return self._make_launch(lambda _fd: argv, env=env, cwd=str(cwd), info_fd=False,

@@ -119,6 +119,9 @@ class SandboxScope:
     run_id: str
     work_dir: Path
     readonly_mounts: tuple[tuple[Path, str], ...] = ()
+    foreign: bool = False
+    """``work_dir`` is a folder of the user's (bound as the workspace): it is mounted as it
+    is, never given to the sandbox uid or re-moded."""
 
     def __post_init__(self) -> None:
         seen: set[str] = set()

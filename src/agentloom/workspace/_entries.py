@@ -4,12 +4,14 @@ Mutations act on the entry in its folder (``mkdirat``/``renameat2``/``unlinkat``
 folder's descriptor), never through it: a symbolic link as the last name is moved or
 deleted as the link itself; a folder is removed by a walk that never follows a link and
 never crosses onto another file system, after a first pass has checked every entry (F01).
-New folders are ``0700`` and, with a content owner, given to it through a descriptor opened
-``O_NOFOLLOW`` from their parent's.
+New folders — mkdir's, and the parents a write makes (``open_dir_creating``) — are ``0700``
+and, with a content owner, given to it through a descriptor opened ``O_NOFOLLOW`` from their
+parent's.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass
@@ -130,43 +132,110 @@ def make_dir(b: Beneath, raw: object, *, parents: bool) -> ListEntry:
         finally:
             os.close(dir_fd)
         return entry
-    # Resolve the deepest folder that exists; what is left must be plain new names (F01).
+    os.close(open_dir_creating(b, rel))
+    return entry
+
+
+def open_dir_creating(b: Beneath, rel: RelPath, *, target: RelPath | None = None) -> int:
+    """Open the folder ``rel``, first creating the folders missing from it (``mkdir -p``).
+
+    The deepest folder that exists is resolved like every other path (``Beneath.open_dir``).
+    What is missing below it must be plain new names — no ``..``, not ``.locks`` at the root —
+    which is checked before the first ``mkdirat`` (F01). Each one is made ``0700`` on its
+    parent's descriptor, given to the content owner, and opened ``O_NOFOLLOW`` from there, so
+    nothing is created through a link: a link in the way (even a dangling one) is
+    ``SYMLINK_REFUSED``, anything else that is not a folder ``NOT_A_DIRECTORY``. ``target``
+    is the path messages name (the file a write creates; default ``rel``).
+    """
+    whole = target or rel
     depth = len(rel.parts)
     while True:
         try:
             fd = b.open_dir(RelPath(rel.parts[:depth]))
             break
         except WorkspaceError as exc:
+            if exc.code == "NOT_A_DIRECTORY":
+                raise not_a_folder(b, rel, whole) from None
             if exc.code != "NOT_FOUND" or depth == 0:
                 raise
             depth -= 1
     missing = rel.parts[depth:]
+    here = RelPath(rel.parts[:depth])
     try:
         if ".." in missing:
             raise WorkspaceError(
-                "INVALID_PATH", f"{shown(rel.display)} has '..' after a folder that does not exist"
+                "INVALID_PATH", f"{shown(whole.display)} has '..' after a folder that does not exist"
             )
         if missing and missing[0] == LOCK_DIR and os.fstat(fd).st_ino == b.ino:
             raise WorkspaceError(
-                "RESERVED_PATH", f"{shown(rel.display)} is the file service's {LOCK_DIR}/ folder"
+                "RESERVED_PATH", f"{shown(whole.display)} is the file service's {LOCK_DIR}/ folder"
             )
         for name in missing:
+            here = here.child(name)
             created = True
             try:
                 os.mkdir(name, DIR_MODE, dir_fd=fd)
             except FileExistsError:
-                created = False  # an existing folder keeps its owner
-            sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            if created:
-                hand_over(sub, b.content_owner)
-            fsync_dir(fd)
+                created = False  # made meanwhile (or a link): an existing folder keeps its owner
+            try:
+                sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _in_the_way(fd, name, here, whole) from None
+                raise
+            try:
+                b.check_device(os.fstat(sub), here)
+                if created:
+                    hand_over(sub, b.content_owner)
+                fsync_dir(fd)
+            except BaseException:
+                os.close(sub)
+                raise
             os.close(fd)
             fd = sub
     except OSError as exc:
-        raise os_error(exc, rel) from None
-    finally:
         os.close(fd)
-    return entry
+        raise os_error(exc, here) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _in_the_way(dir_fd: int, name: str, here: RelPath, whole: RelPath) -> WorkspaceError:
+    st = entry_stat(dir_fd, name, here)
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        return WorkspaceError(
+            "SYMLINK_REFUSED",
+            f"{shown(here.display)} is a symbolic link and folders are never created through one, "
+            f"so {shown(whole.display)} cannot be made; use the real path",
+        )
+    return _blocked(here, whole)
+
+
+def _blocked(here: RelPath, whole: RelPath) -> WorkspaceError:
+    if here.parts == whole.parts:
+        return WorkspaceError(
+            "NOT_A_DIRECTORY", f"{shown(here.display)} already exists and is not a folder; pick another path"
+        )
+    return WorkspaceError(
+        "NOT_A_DIRECTORY",
+        f"{shown(here.display)} is not a folder, so {shown(whole.display)} cannot be created "
+        "beneath it; pick another path or move that entry away first",
+    )
+
+
+def not_a_folder(b: Beneath, folder: RelPath, whole: RelPath) -> WorkspaceError:
+    """``NOT_A_DIRECTORY`` naming the first component of ``folder`` that is not a folder."""
+    for depth in range(1, len(folder.parts) + 1):
+        prefix = RelPath(folder.parts[:depth])
+        try:
+            os.close(b.open_dir(prefix))
+        except WorkspaceError as exc:
+            if exc.code == "NOT_A_DIRECTORY":
+                return _blocked(prefix, whole)
+            return exc
+    return _blocked(folder, whole)  # changed meanwhile
 
 
 def _kind_of(st: os.stat_result) -> EntryKind:

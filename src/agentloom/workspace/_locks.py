@@ -6,7 +6,8 @@ The file key is ``sha256("<folder inode>/<name>")`` of the entry's folder and na
 the path string it is the same for every spelling of the path (``a//b``, ``x/../a/b``, an inner
 symlink to the folder) and it is what ``renameat`` actually replaces. Inode numbers are
 stable on one file system, including NFS file ids, so every host agrees on the key.
-Lock files are empty, never removed (removing them would race with waiters) and hidden.
+Lock files are empty, never removed (removing them would race with waiters) and hidden. A
+folder of the user's bound as the workspace keeps its locks outside it (``Beneath.lock_dir``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ def file_key(dir_fd: int, name: str) -> str:
 
 
 def _lock_dir(beneath: Beneath) -> int:
+    if beneath.lock_dir is not None:  # outside the root: nothing is added to the user's folder
+        os.makedirs(beneath.lock_dir, mode=0o700, exist_ok=True)
+        return os.open(beneath.lock_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         os.mkdir(LOCK_DIR, 0o700, dir_fd=beneath.fd)
     except FileExistsError:

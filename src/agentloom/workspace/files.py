@@ -6,7 +6,9 @@ or from ``service.py``). Every call validates its arguments and *all* of its tar
 its first side effect (F01): a mutating call runs its checks once before taking the entry
 lock and again under it, so a refused call leaves the workspace untouched — not even a lock
 file is created. Content changes replace the entry in its folder (temp file + rename), so
-they never write through a link; a symbolic link as the last name is refused.
+they never write through a link; a symbolic link as the last name is refused. A new file's
+missing parent folders are made first, as ``mkdir(parents=True)`` makes them
+(``_entries.open_dir_creating``), unless the call says ``parents=False``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from agentloom.workspace._entries import (
     load_file,
     make_dir,
     move_entry,
+    not_a_folder,
+    open_dir_creating,
     optional_etag,
     require_file,
 )
@@ -99,6 +103,18 @@ def _update(
     return FileVersion(path=rel.display, etag=etag_of(data), size=len(data))
 
 
+def _open_parent(b: Beneath, rel: RelPath, *, create: bool) -> tuple[int, str]:
+    """``Beneath.open_parent``, creating the missing parent folders when ``create`` is set."""
+    try:
+        return b.open_parent(rel)
+    except WorkspaceError as exc:
+        if exc.code == "NOT_A_DIRECTORY":
+            raise not_a_folder(b, rel.parent, rel) from None
+        if exc.code != "NOT_FOUND" or not create:
+            raise
+    return open_dir_creating(b, rel.parent, target=rel), rel.name
+
+
 def _refuse_existing(dir_fd: int, name: str, rel: RelPath) -> None:
     if entry_stat(dir_fd, name, rel) is not None:
         raise WorkspaceError(
@@ -148,8 +164,17 @@ def read_file(b: Beneath, raw: object, *, offset: object, limit: object) -> File
 
 
 def write_file(
-    b: Beneath, raw: object, content: object, *, mode: object, if_match: object, lock_timeout_s: float
+    b: Beneath,
+    raw: object,
+    content: object,
+    *,
+    mode: object,
+    if_match: object,
+    lock_timeout_s: float,
+    parents: object = True,
 ) -> FileVersion:
+    if not isinstance(parents, bool):
+        raise WorkspaceError("INVALID_ARGUMENTS", "parents must be true (the default) or false")
     if mode not in ("create_only", "replace"):
         raise WorkspaceError("INVALID_ARGUMENTS", "mode must be 'create_only' (default) or 'replace'")
     if mode == "create_only" and if_match is not None:
@@ -171,7 +196,7 @@ def write_file(
             return data
 
         return _update(b, rel, replace, lock_timeout_s=lock_timeout_s)
-    dir_fd, name = b.open_parent(rel)
+    dir_fd, name = _open_parent(b, rel, create=parents)
     try:
         _refuse_existing(dir_fd, name, rel)
         with entry_locks(b, [(dir_fd, name, rel)], timeout_s=lock_timeout_s):

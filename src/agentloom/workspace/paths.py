@@ -246,7 +246,9 @@ class Beneath:
     ``..`` popped off the stack of descriptors already held; any symlink is refused).
 
     ``content_owner`` is the ``(uid, gid)`` every file and folder the file tools create
-    beneath the root is given to (``None``: the runtime keeps them).
+    beneath the root is given to (``None``: the runtime keeps them). ``lock_dir``: the
+    folder the entry locks live in when they must not be written into the root (a folder of
+    the user's bound as the workspace); default ``.locks`` at the root.
     """
 
     def __init__(
@@ -255,8 +257,10 @@ class Beneath:
         *,
         resolution: Resolution = "auto",
         content_owner: tuple[int, int] | None = None,
+        lock_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         self.content_owner = content_owner
+        self.lock_dir = lock_dir  # None: ``.locks`` at the root; else a folder outside it
         if resolution == "auto":
             resolution = "openat2" if openat2_available() else "walk"
         self.walk = resolution == "walk"
@@ -284,7 +288,10 @@ class Beneath:
     # identity -------------------------------------------------------------------------
 
     def lock_dir_ino(self) -> int | None:
-        """The inode of ``.locks`` at the root, if it is a real folder."""
+        """The inode of ``.locks`` at the root, if it is a real folder the service's locks
+        are in (a root whose locks live outside it has none)."""
+        if self.lock_dir is not None:
+            return None
         try:
             st = os.stat(LOCK_DIR, dir_fd=self.fd, follow_symlinks=False)
         except OSError:

@@ -8,6 +8,7 @@ developer's tool gets. It takes no owner, session, scope or host path from its c
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from agentloom.pipeline.ports import AttemptContext
@@ -37,6 +38,14 @@ class WorkspaceResolver:
     async def handle_for(self, context: AttemptContext) -> WorkspaceHandle:
         scope = self.scope_for(context)
         folder = self.scopes.ensure_folder(scope)
+        if scope.bound_path is not None:
+            # A folder of the user's: the locks live outside it, and what the tools create in
+            # it belongs to whoever owns the folder (not to the sandbox uid).
+            st = os.stat(folder)
+            return await self.service.open_view(
+                folder, scope_id=scope.workspace_scope_id, writable=scope.state == "registered",
+                lock_dir=self.scopes.lock_dir(scope),
+                content_owner=(st.st_uid, st.st_gid) if os.geteuid() == 0 else None)
         return await self.service.open_view(folder, scope_id=scope.workspace_scope_id,
                                             writable=scope.state == "registered")
 
@@ -59,9 +68,9 @@ class ScopedFiles:
         return await self._service.read(self._handle, path, offset, limit)
 
     async def write(self, path: str, content: str, *, mode: str = "create_only",
-                    if_match: str | None = None) -> FileVersion:
+                    if_match: str | None = None, parents: bool = True) -> FileVersion:
         return await self._service.write(self._handle, path, content, mode=mode,  # type: ignore[arg-type]
-                                         if_match=if_match)
+                                         if_match=if_match, parents=parents)
 
     async def edit(self, path: str, old_text: str, new_text: str, *, expected_matches: int = 1,
                    if_match: str | None = None) -> FileVersion:

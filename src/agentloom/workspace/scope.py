@@ -24,10 +24,12 @@ it; the folders above it stay the runtime's (``_modes.py``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -38,7 +40,7 @@ from agentloom.refs import OwnerRef
 from agentloom.store.ports import Fence, Insert, Put, Store, WriteSet
 from agentloom.workspace._modes import check_owner, hand_over_dir, make_private_dirs
 
-PartitionKind = Literal["agent_session", "workflow_session", "invocation"]
+PartitionKind = Literal["agent_session", "workflow_session", "invocation", "bound"]
 ScopeState = Literal["registered", "revoked", "deleted"]
 
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -69,6 +71,9 @@ class WorkspaceScope:
     persistent: bool
     invocation_id: str | None = None
     state: ScopeState = "registered"
+    bound_path: str | None = None
+    """A folder of the user's bound as the workspace (``--workdir``, ``workspace.bind``):
+    its absolute real path. It is never created, re-moded, given away or deleted here."""
 
     @property
     def relative_path(self) -> Path:
@@ -93,7 +98,20 @@ class WorkspaceScope:
             persistent=bool(row["persistent"]),
             invocation_id=row["invocation_id"],
             state=row["state"],
+            bound_path=(row.get("data") or {}).get("bound"),
         )
+
+
+def bound_folder(folder: Path) -> Path:
+    """The absolute real path of a folder to bind (links in the path given are followed
+    once, here, by the user's choice; the scope then holds the real path)."""
+    real = Path(os.path.realpath(folder))
+    if not real.is_dir():
+        raise WorkspaceScopeError(
+            f"cannot use {folder} as the workspace: "
+            + ("it is not a folder" if real.exists() else "no such folder"),
+            code="WORKDIR_NOT_FOUND", category="not_found")
+    return real
 
 
 class Committer(Protocol):
@@ -172,12 +190,19 @@ class WorkspaceStore:
         persistent: bool,
         invocation_id: str | None = None,
         fence: Fence | None = None,
+        bound_path: Path | None = None,
     ) -> WorkspaceScope:
-        """Register (or find) the scope for this key, then make sure its folder exists."""
+        """Register (or find) the scope for this key, then make sure its folder exists.
+
+        ``bound_path`` (with ``partition_kind="bound"``, persistent) makes an existing folder
+        the scope's: see ``bind``."""
         _component(partition_id, "partition id")
         _component(run_id, "run id")
         if owner.kind == "workflow" and partition_kind != "workflow_session":
             raise ConfigError("a workflow owner's workspace partition must be workflow_session")
+        if (partition_kind == "bound") != (bound_path is not None) or (
+                bound_path is not None and not persistent):
+            raise ConfigError("a bound scope needs its folder and is persistent")
         if owner.kind == "agent" and partition_kind == "workflow_session":
             raise ConfigError("an agent owner's workspace partition is agent_session or invocation")
         existing = self._find(owner, partition_kind, partition_id, run_id)
@@ -188,14 +213,18 @@ class WorkspaceStore:
                 workspace_scope_id=new_id(), owner_ref=owner, file_root_id=file_root_id,
                 partition_kind=partition_kind, partition_id=partition_id, run_id=run_id,
                 persistent=persistent, invocation_id=invocation_id,
+                bound_path=str(bound_path) if bound_path is not None else None,
             )
+            data: dict[str, Any] = {"path": str(scope.relative_path)}
+            if bound_path is not None:
+                data = {"path": str(bound_path), "bound": str(bound_path)}
             ops: list[Insert | Put] = [Insert("workspace_scopes", {
                 "workspace_scope_id": scope.workspace_scope_id, "owner_kind": owner.kind,
                 "owner_id": owner.id, "space_id": owner.space_id, "file_root_id": file_root_id,
                 "partition_kind": partition_kind, "partition_id": partition_id,
                 "run_id": run_id, "invocation_id": invocation_id, "persistent": int(persistent),
                 "state": "registered", "created_at": now, "updated_at": now,
-                "data": {"path": str(scope.relative_path)},
+                "data": data,
             })]
             if persistent:
                 # the same folder, a new run: every older run of it loses its write right
@@ -214,6 +243,36 @@ class WorkspaceStore:
             assert existing is not None
         self.ensure_folder(existing)
         return existing
+
+    async def bind(self, *, owner: OwnerRef, run_id: str, folder: Path,
+                   busy: Callable[[str], bool], fence: Fence | None = None) -> WorkspaceScope:
+        """Make the existing ``folder`` the run's workspace: a persistent scope that no
+        cleanup deletes, every file tool beneath it by the same rules as any workspace.
+
+        Refused (``WORKSPACE_BUSY``, naming the run) while a run for which ``busy(run_id)``
+        is true holds it; ``WORKDIR_NOT_FOUND`` when it is not an existing folder.
+        """
+        real, partition_id = self.check_bindable(folder, busy, run_id=run_id)
+        return await self.register(
+            owner=owner, partition_kind="bound", partition_id=partition_id, run_id=run_id,
+            persistent=True, fence=fence, bound_path=real)
+
+    def check_bindable(self, folder: Path, busy: Callable[[str], bool], *,
+                       run_id: str | None = None) -> tuple[Path, str]:
+        """``folder``'s real path and partition id, if no other busy run holds it (else
+        ``WORKSPACE_BUSY``; ``WORKDIR_NOT_FOUND`` when it is not a folder)."""
+        real = bound_folder(folder)
+        partition_id = hashlib.sha256(str(real).encode()).hexdigest()[:32]
+        for row in self.store.query("workspace_scopes", {
+                "partition_kind": "bound", "partition_id": partition_id,
+                "state": "registered"}):
+            if row["run_id"] != run_id and busy(row["run_id"]):
+                raise WorkspaceScopeError(
+                    f"the folder {real} is the workspace of run {row['run_id']}, which is still "
+                    "running; wait for it (agentloom run --wait), or stop it first "
+                    f"(agentloom runs stop {row['run_id']})", code="WORKSPACE_BUSY",
+                    category="conflict")
+        return real, partition_id
 
     def _find(self, owner: OwnerRef, partition_kind: str, partition_id: str,
               run_id: str) -> WorkspaceScope | None:
@@ -235,11 +294,24 @@ class WorkspaceStore:
 
     def path(self, scope: WorkspaceScope) -> Path:
         """The host folder of a scope (internal: never shown to a model or a hook)."""
+        if scope.bound_path is not None:
+            return Path(scope.bound_path)
         return self.root / scope.relative_path
 
+    def lock_dir(self, scope: WorkspaceScope) -> Path:
+        """Where the file tools' entry locks of a bound folder live: under the runtime's
+        ``system/`` folder, never inside the user's folder."""
+        return self.root / "system" / "locks" / scope.partition_id
+
     def ensure_folder(self, scope: WorkspaceScope) -> Path:
-        """Create a registered scope's folder (``0700``) and give it to the content owner."""
+        """Create a registered scope's folder (``0700``) and give it to the content owner.
+        A bound folder must still be a folder; it is left as its owner made it."""
         folder = self.path(scope)
+        if scope.bound_path is not None:
+            if not folder.is_dir() or folder.is_symlink():
+                raise WorkspaceScopeError(f"the bound workspace folder {folder} is gone",
+                                          code="WORKDIR_NOT_FOUND", category="not_found")
+            return folder
         if scope.state == "registered":
             make_private_dirs(folder)
             # Its parents are the runtime's (0711, not writable by others), so no command

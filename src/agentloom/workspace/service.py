@@ -62,6 +62,11 @@ class WorkspaceHandle:
     scope_id: str
     root: Path = field(repr=False)
     writable: bool = True
+    lock_dir: Path | None = field(default=None, repr=False)
+    """Where the entry locks live when not in ``.locks`` at the root (a bound folder)."""
+    content_owner: tuple[int, int] | None = field(default=None, repr=False)
+    """Who new entries belong to when not the service's content owner (a bound folder's
+    own owner)."""
 
 
 class WorkspaceService:
@@ -90,8 +95,11 @@ class WorkspaceService:
         self._lock_timeout_s = lock_timeout_s
         self._content_owner = check_owner(content_owner)
 
-    async def open_view(self, root: Path, *, scope_id: str, writable: bool = True) -> WorkspaceHandle:
-        """A handle on ``root``, which must be an existing folder."""
+    async def open_view(self, root: Path, *, scope_id: str, writable: bool = True,
+                        lock_dir: Path | None = None,
+                        content_owner: tuple[int, int] | None = None) -> WorkspaceHandle:
+        """A handle on ``root``, which must be an existing folder. ``lock_dir`` and
+        ``content_owner`` override the defaults for a folder the runtime does not own."""
 
         def check() -> None:
             try:
@@ -104,7 +112,8 @@ class WorkspaceService:
                 )
 
         await asyncio.to_thread(check)
-        return WorkspaceHandle(scope_id=scope_id, root=Path(root), writable=writable)
+        return WorkspaceHandle(scope_id=scope_id, root=Path(root), writable=writable,
+                               lock_dir=lock_dir, content_owner=check_owner(content_owner))
 
     async def _run(self, handle: WorkspaceHandle, op: Callable[[Beneath], T], *, writes: bool) -> T:
         if writes and not handle.writable:
@@ -113,8 +122,9 @@ class WorkspaceService:
             )
 
         def call() -> T:
-            owner = self._content_owner
-            with Beneath(handle.root, resolution=self._resolution, content_owner=owner) as beneath:
+            owner = handle.content_owner or self._content_owner
+            with Beneath(handle.root, resolution=self._resolution, content_owner=owner,
+                         lock_dir=handle.lock_dir) as beneath:
                 return op(beneath)
 
         return await asyncio.to_thread(call)
@@ -136,12 +146,19 @@ class WorkspaceService:
         *,
         mode: WriteMode = "create_only",
         if_match: str | None = None,
+        parents: bool = True,
     ) -> FileVersion:
-        """Create (default) or replace a file atomically; ``replace`` needs the current etag."""
+        """Create (default) or replace a file atomically; ``replace`` needs the current etag.
+
+        A new file's missing parent folders are created first (as ``mkdir(parents=True)``
+        makes them), unless ``parents=False``; then a missing parent is ``NOT_FOUND``.
+        """
         timeout = self._lock_timeout_s
         return await self._run(
             handle,
-            lambda b: write_file(b, path, content, mode=mode, if_match=if_match, lock_timeout_s=timeout),
+            lambda b: write_file(
+                b, path, content, mode=mode, if_match=if_match, lock_timeout_s=timeout, parents=parents
+            ),
             writes=True,
         )
 
