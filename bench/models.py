@@ -162,7 +162,7 @@ def aggregate_direct(repeats: int) -> dict[str, Any]:
         agg = Aggregator()
         for event in events:
             agg.feed(event)
-        agg.response(())
+        agg.response()
         best = min(best, time.perf_counter() - t0)
     return {"chunks": BIG, "best_s": round(best, 6), "chunks_per_s": round(BIG / best)}
 
@@ -180,7 +180,7 @@ async def drive_in_memory(repeats: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         agg = Aggregator()
         await drive(stream(), AttemptInfo(stream_idle_timeout_s=30, deadline=time.time() + 300), agg.feed)
-        agg.response(())
+        agg.response()
         best = min(best, time.perf_counter() - t0)
     return {"chunks": BIG, "best_s": round(best, 6), "chunks_per_s": round(BIG / best),
             "note": "idle timeout on: the timer is rescheduled on every event"}

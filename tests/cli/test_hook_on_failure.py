@@ -3,17 +3,22 @@ dropped patch is shown in ``runs show``.
 
 A guard that raises, hangs past its timeout or returns garbage denies the call when it says
 ``on_failure: deny``: the tool never runs. With the default (``allow``, the spec's fail-open)
-the same hook lets the call run. Driven through the CLI on the script model.
+the same hook lets the call run. Driven through the CLI, the model on the real OpenAI wire
+(the scripted server on 127.0.0.1).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .support import Cli, write_project
+from agentloom.testing.openai_server import ScriptedOpenAIServer, chat_turn
+
+from .support import SERVER_KEY_ENV, Cli, openai_project
 
 GUARDS = '''
 import time
@@ -32,26 +37,36 @@ def garbage(event):
     return 42
 
 
+def allows(event):
+    return {"decision": "allow"}
+
+
 def bad_pointer(event):
     return {"decision": "allow", "payload_patch": [
         {"op": "replace", "path": "/path", "value": "elsewhere.txt"}]}
 '''
 
-WRITE_TURNS = """\
-  - tool_calls:
-      - name: fs_write
-        arguments: {path: a.txt, content: secret}
-  - text: done
-"""
 
 FAILURES = [("raises", "failed", "RuntimeError"), ("sleeps", "timed_out", "timed out"),
             ("garbage", "invalid", "hook 'guard'")]
 
 
-def _project(tmp_path: Path, guard: str, on_failure: str | None) -> Path:
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAIServer]:
+    monkeypatch.setenv(SERVER_KEY_ENV, "sk-test")
+    with ScriptedOpenAIServer() as srv:
+        yield srv
+
+
+def _project(tmp_path: Path, guard: str, on_failure: str | None,
+             server: ScriptedOpenAIServer) -> Path:
+    """The model (on the real wire) writes a.txt, then answers; ``guard`` checks the write."""
+    server.script(chat_turn("", tool_calls=[
+        ("w1", "fs_write", json.dumps({"path": "a.txt", "content": "secret"}))]),
+        chat_turn("done"))
     policy = "" if on_failure is None else f", on_failure: {on_failure}"
-    config = write_project(
-        tmp_path / "p", WRITE_TURNS, tools=["fs.write"],
+    config = openai_project(
+        tmp_path / "p", server.base_url, tools=["fs.write"],
         extra="    hooks:\n      - {id: guard, at: before, match: {capability: fs.write}, "
               f"timeout_s: 0.5, handler: {{ref: \"guards:{guard}\"}}{policy}}}\n")
     (tmp_path / "p" / "guards.py").write_text(GUARDS, encoding="utf-8")
@@ -68,9 +83,9 @@ def _write_op(cli: Cli, config: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("guard", "status", "said"), FAILURES)
 def test_i11_hook_on_failure_deny_a_failing_guard_denies_the_call(
-    tmp_path: Path, cli: Cli, guard: str, status: str, said: str,
+    tmp_path: Path, cli: Cli, server: ScriptedOpenAIServer, guard: str, status: str, said: str,
 ) -> None:
-    op = _write_op(cli, _project(tmp_path, guard, "deny"))
+    op = _write_op(cli, _project(tmp_path, guard, "deny", server))
 
     assert op["status"] == "denied" and op["executed_arguments"] is None
     assert op["attempts"] == {"count": 0, "items": []}  # fs.write never ran
@@ -84,9 +99,9 @@ def test_i11_hook_on_failure_deny_a_failing_guard_denies_the_call(
 
 @pytest.mark.parametrize(("guard", "status", "said"), FAILURES)
 def test_i11_hook_on_failure_default_allow_lets_the_call_run(
-    tmp_path: Path, cli: Cli, guard: str, status: str, said: str,
+    tmp_path: Path, cli: Cli, server: ScriptedOpenAIServer, guard: str, status: str, said: str,
 ) -> None:
-    op = _write_op(cli, _project(tmp_path, guard, None))
+    op = _write_op(cli, _project(tmp_path, guard, None, server))
 
     assert op["status"] == "succeeded" and op["executed_arguments"] == {
         "path": "a.txt", "content": "secret"}
@@ -96,9 +111,9 @@ def test_i11_hook_on_failure_default_allow_lets_the_call_run(
 
 
 def test_i11_hook_on_failure_deny_a_dropped_patch_denies_and_runs_show_names_it(
-    tmp_path: Path, cli: Cli,
+    tmp_path: Path, cli: Cli, server: ScriptedOpenAIServer,
 ) -> None:
-    op = _write_op(cli, _project(tmp_path, "bad_pointer", "deny"))
+    op = _write_op(cli, _project(tmp_path, "bad_pointer", "deny", server))
 
     assert op["status"] == "denied" and op["attempts"]["count"] == 0
     (row,) = op["hooks"]
@@ -113,9 +128,9 @@ def test_i11_hook_on_failure_deny_a_dropped_patch_denies_and_runs_show_names_it(
 
 
 def test_i11_patch_error_of_a_fail_open_hook_is_shown_in_runs_show(
-    tmp_path: Path, cli: Cli,
+    tmp_path: Path, cli: Cli, server: ScriptedOpenAIServer,
 ) -> None:
-    op = _write_op(cli, _project(tmp_path, "bad_pointer", None))
+    op = _write_op(cli, _project(tmp_path, "bad_pointer", None, server))
 
     assert op["status"] == "succeeded"  # fail-open: the patch is dropped, the call runs
     assert op["executed_arguments"] == {"path": "a.txt", "content": "secret"}
@@ -126,10 +141,52 @@ def test_i11_patch_error_of_a_fail_open_hook_is_shown_in_runs_show(
     assert "/path" in shown.stdout  # the pointer it could not use
 
 
-def test_i11_hook_on_failure_rejects_other_values(tmp_path: Path, cli: Cli) -> None:
-    config = _project(tmp_path, "raises", "block")
+def test_i11_hook_on_failure_rejects_other_values(
+    tmp_path: Path, cli: Cli, server: ScriptedOpenAIServer,
+) -> None:
+    config = _project(tmp_path, "raises", "block", server)
 
     result = cli("run", str(config), "write a", "--store", cli.store)
 
     assert result.exit_code == 2
     assert "hooks[0].on_failure" in result.stderr and "'allow'" in result.stderr
+
+
+@pytest.mark.parametrize(("guard", "code", "on_failure", "verb"), [
+    ("raises", "HOOK_FAILED", None, "the call went on"),
+    ("sleeps", "HOOK_TIMED_OUT", None, "the call went on"),
+    ("garbage", "HOOK_INVALID", "deny", "denied the call"),
+    ("bad_pointer", "HOOK_PATCH_PROTECTED", None, "the call went on"),
+])
+def test_12_5_a_hook_failure_is_one_warning_on_stderr_in_json_warnings_and_runs_show(
+    tmp_path: Path, cli: Cli, server: ScriptedOpenAIServer, guard: str, code: str,
+    on_failure: str | None, verb: str,
+) -> None:
+    result = cli("run", str(_project(tmp_path, guard, on_failure, server)), "write a", "--store",
+                 cli.store, "--json")
+
+    assert result.exit_code == 0, result.stderr
+    lines = [x for x in result.stderr.splitlines() if x.startswith("warning: hook guard")]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"warning: hook guard (before fs.write): {code}: ")
+    assert lines[0].endswith(f"({verb})")
+    if guard == "bad_pointer":
+        assert "did you mean /payload/path?" in lines[0]
+    out = json.loads(result.stdout)
+    (warning,) = out["warnings"]
+    assert (warning["hook_id"], warning["code"], warning["capability"]) == (
+        "guard", code, "fs.write")
+    assert warning["denied"] is (on_failure == "deny")
+    shown = cli("runs", "show", out["run_id"], "--store", cli.store)
+    assert f"warning: hook guard (before fs.write): {code}" in shown.stdout
+    assert cli.json("runs", "show", out["run_id"], "--store", cli.store)["warnings"] == [warning]
+
+
+def test_12_5_a_hook_that_succeeds_warns_nothing(
+    tmp_path: Path, cli: Cli, server: ScriptedOpenAIServer,
+) -> None:
+    result = cli("run", str(_project(tmp_path, "allows", None, server)), "write a", "--store",
+                 cli.store, "--json")
+
+    assert result.exit_code == 0 and "warning" not in result.stderr
+    assert json.loads(result.stdout)["warnings"] == []

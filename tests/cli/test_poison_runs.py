@@ -22,7 +22,7 @@ import pytest
 from agentloom.store import open_store
 from agentloom.testing.openai_server import ScriptedOpenAIServer, chat_turn
 
-from .support import Cli
+from .support import SERVER_KEY_ENV, Cli, openai_project
 
 PILL = "POISON-PILL"
 REFUSED = "this store refuses the row"
@@ -69,15 +69,8 @@ def _refuse_the_pill(url: str) -> None:
 
 
 def _project(tmp_path: Path, server: ScriptedOpenAIServer, recovery: str) -> Path:
-    config = tmp_path / "p" / "agentloom.yaml"
-    config.parent.mkdir()
-    config.write_text(
-        "version: 1\n"
-        f"connections:\n  local: {{preset: openai, base_url: \"{server.base_url}\", "
-        "api_key_env: POISON_TEST_KEY}\n"
-        "agents:\n  main:\n    model: {connection: local, name: scripted-model}\n"
-        f"recovery: {recovery}\n", encoding="utf-8")
-    return config
+    return openai_project(tmp_path / "p", server.base_url, tools=(),
+                          extra=f"recovery: {recovery}\n")
 
 
 def _run_row(url: str, run_id: str) -> dict[str, Any]:
@@ -93,7 +86,7 @@ def _run_row(url: str, run_id: str) -> dict[str, Any]:
 @pytest.fixture
 def poisoned(durable_store_url: str, tmp_path: Path, server: ScriptedOpenAIServer,
              monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("POISON_TEST_KEY", "sk-test")
+    monkeypatch.setenv(SERVER_KEY_ENV, "sk-test")
     _refuse_the_pill(durable_store_url)
     for _ in range(10):  # far more than the limit: the test counts how many were asked for
         server.script(chat_turn(f"the answer is {PILL}"))

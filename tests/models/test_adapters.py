@@ -610,34 +610,39 @@ async def test_an_error_frame_in_the_stream_is_a_provider_error(
         "MODEL_STREAM_ERROR", "rate_limit", "known")
 
 
-async def test_unknown_tool_name_is_a_protocol_failure_never_a_response(
+async def test_12_4_a_call_of_a_tool_not_offered_is_delivered_as_it_came_a_nameless_call_is_not(
     server: ScriptedOpenAIServer, chat: OpenAIChatAdapter
 ) -> None:
-    server.script(chat_turn("calling", tool_calls=[("call_X", "rm_rf", "{}")]))
-    err = await fails(complete_once(chat, request(), attempt()))
-    assert (err.error.code, err.error.category, err.error.external_outcome) == (
-        "MODEL_INVALID_RESPONSE", "protocol", "known")
-    assert "'rm_rf'" in err.error.message and "get_weather" in err.error.message
-    assert err.incomplete is not None and err.incomplete.tool_calls[0].name == "rm_rf"
+    server.script(chat_turn("calling", tool_calls=[("call_X", "rm_rf", "{}")]),
+                  chat_turn(tool_calls=[("call_A", "get_weather", "{}")]),
+                  chat_turn(tool_calls=[("call_B", "", "{}")]),
+                  chat_turn(tool_calls=[("call_C", "get_weather", "{}"),
+                                        ("call_C", "get_weather", "{}")]))
+    response = await complete_once(chat, request(), attempt())
+    no_tools = await complete_once(chat, request(tools=()), attempt())
+    nameless = await fails(complete_once(chat, request(), attempt()))
+    repeated = await fails(complete_once(chat, request(), attempt()))
+
+    # only the call cannot run (the gateway marks it, models.calls): the response is valid
+    assert [(c.id, c.name, c.arguments) for c in response.tool_calls] == [("call_X", "rm_rf", "{}")]
+    assert response.text == "calling" and response.tool_calls[0].problem is None
+    assert [c.name for c in no_tools.tool_calls] == ["get_weather"]
+    assert (nameless.error.code, nameless.error.category) == ("MODEL_INVALID_RESPONSE", "protocol")
+    assert "has no tool name" in nameless.error.message
+    assert "repeats the id 'call_C'" in repeated.error.message
+    assert repeated.incomplete is not None and len(repeated.incomplete.tool_calls) == 2
 
 
-async def test_unparsable_tool_arguments_are_a_protocol_failure_never_a_response(
+async def test_12_4_unparsable_tool_arguments_are_delivered_as_they_came(
     server: ScriptedOpenAIServer, chat: OpenAIChatAdapter
 ) -> None:
     server.script(chat_turn(tool_calls=[("call_A", "get_weather", '{"city": "Par')], finish="length"),
                   chat_turn(tool_calls=[("call_B", "get_weather", '["Paris"]')]))
-    truncated = await fails(complete_once(chat, request(), attempt()))
-    not_object = await fails(complete_once(chat, request(), attempt()))
-    assert truncated.error.category == not_object.error.category == "protocol"
-    assert "not valid JSON" in truncated.error.message and "not a JSON object" in not_object.error.message
-
-
-async def test_tool_call_when_no_tools_were_offered_is_a_protocol_failure(
-    server: ScriptedOpenAIServer, chat: OpenAIChatAdapter
-) -> None:
-    server.script(chat_turn(tool_calls=[("call_A", "get_weather", "{}")]))
-    err = await fails(complete_once(chat, request(tools=()), attempt()))
-    assert err.error.category == "protocol" and "offered: none" in err.error.message
+    truncated = await complete_once(chat, request(), attempt())
+    not_object = await complete_once(chat, request(), attempt())
+    assert [c.arguments for c in truncated.tool_calls] == ['{"city": "Par']
+    assert truncated.finish_reason == "length"
+    assert [c.arguments for c in not_object.tool_calls] == ['["Paris"]']
 
 
 async def test_a_finish_reason_mapped_to_error_fails_the_attempt(server: ScriptedOpenAIServer) -> None:
@@ -664,7 +669,7 @@ def test_aggregator_fed_directly() -> None:
     ]
     for event in events:
         agg.feed(event)
-    response = agg.response([WEATHER])
+    response = agg.response()
     assert [(c.id, c.name, c.arguments) for c in response.tool_calls] == [
         ("call_A", "get_weather", '{"city":"Oslo"}'), ("call_1", "get_weather", "{}")]
     assert response.usage == Usage(input_tokens=3, output_tokens=4)

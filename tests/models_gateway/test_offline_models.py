@@ -93,15 +93,16 @@ async def test_s9_a_script_error_keeps_its_code_and_is_not_retried(make: Any) ->
     assert attempt["data"]["raw"]["metadata"]["incomplete"]["reason"] == "SCRIPT_EXPECTATION_FAILED"
 
 
-async def test_s9_an_invalid_scripted_tool_call_is_never_delivered_and_its_fragments_are_evidence(
+async def test_12_4_a_scripted_call_with_unparsable_arguments_is_delivered_marked_with_its_problem(
     make: Any,
 ) -> None:
     script = parse_script({"turns": [{"tool_calls": [
         {"name": "get_weather", "arguments": '{"city": "Par'}]}]}, source="inline")
     g = await make({"main": ScriptModel(script)})
-    with pytest.raises(ModelCallFailed) as caught:
-        await g.generate()
+    response = await g.generate()
 
-    assert caught.value.code == "MODEL_INVALID_RESPONSE"
-    assert caught.value.incomplete is not None
-    assert caught.value.incomplete["tool_calls"][0]["arguments"] == '{"city": "Par'
+    (call,) = response.tool_calls
+    assert call.arguments == '{"city": "Par'  # as the model sent it
+    assert call.problem is not None and call.problem.code == "INVALID_ARGUMENTS"
+    assert "not valid JSON" in call.problem.message and '"city"' in call.problem.message
+    assert [op["outcome"] for op in g.operations()] == ["succeeded"]

@@ -15,7 +15,7 @@ from agentloom.errors import ConfigError, RegistrationError
 from agentloom.kernel import Kernel
 from agentloom.models.gateway import ModelCallFailed, request_to_payload
 from agentloom.models.manager import ModelManager, model_capability
-from agentloom.models.offline import TestModel
+from agentloom.models.offline import ScriptModel, TestModel, parse_script
 from agentloom.models.ports import AttemptInfo
 from agentloom.models.types import Finish, ModelDescriptor, ModelRequest, ProviderEvent, TextDelta
 from agentloom.pipeline.retry import RetryPolicy
@@ -114,17 +114,38 @@ async def test_the_same_logical_key_returns_the_stored_response_without_calling_
     assert model.attempts == 1 and len(g.operations()) == 1
 
 
-async def test_an_after_hook_cannot_smuggle_in_a_tool_call_that_was_not_offered(make: Any) -> None:
+async def test_12_4_a_call_an_after_hook_renames_to_a_tool_not_offered_is_marked_never_runnable(
+    make: Any,
+) -> None:
     def rename(event: Any) -> dict[str, Any]:
         return {"decision": "allow", "payload_patch": [
             {"op": "replace", "path": "/result/content/0/data/tool_calls/0/name", "value": "rm_rf"}]}
 
     g = await make({"main": TestModel()}, hooks=[model_hook("rename", rename, timing="after")])
-    with pytest.raises(ModelCallFailed) as caught:
-        await g.generate()
-    assert caught.value.code == "MODEL_RESPONSE_INVALID"
-    assert "not offered" in str(caught.value)
-    assert g.kinds()[-1] == "model.failed"
+    response = await g.generate()
+
+    (call,) = response.tool_calls
+    assert call.name == "rm_rf" and call.problem is not None
+    assert call.problem.code == "TOOL_NOT_OFFERED"
+    assert "'rm_rf' is not offered" in call.problem.message and "get_weather" in call.problem.message
+    assert g.kinds()[-1] == "model.completed"
+
+
+async def test_12_4_a_tool_a_before_hook_took_out_of_the_offer_is_marked_not_offered(
+    make: Any,
+) -> None:
+    def no_tools(event: Any) -> dict[str, Any]:
+        return {"decision": "allow", "payload_patch": [
+            {"op": "replace", "path": "/payload/tools", "value": []}]}
+
+    g = await make({"main": ScriptModel(parse_script({"turns": [{"tool_calls": [
+        {"name": "get_weather", "arguments": {"city": "Paris"}}]}]}, source="inline"))},
+        hooks=[model_hook("no-tools", no_tools)])
+    response = await g.generate()
+
+    (call,) = response.tool_calls
+    assert call.problem is not None and call.problem.code == "TOOL_NOT_OFFERED"
+    assert "No tools are offered to you" in call.problem.message
 
 
 async def test_a_stop_during_the_stream_is_cancelled_not_retried_and_keeps_nothing_as_a_response(

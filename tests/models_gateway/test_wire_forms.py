@@ -161,11 +161,14 @@ def test_a_malformed_payload_is_a_clear_value_error(payload: dict[str, Any], pro
         payload_to_request(payload)
 
 
-def test_check_response_refuses_calls_that_were_not_offered_or_are_not_json_objects() -> None:
-    assert check_response(RESPONSES[1], (WEATHER,)) is None
-    assert "not offered" in (check_response(RESPONSES[1], ()) or "")
+def test_12_4_check_response_refuses_only_nameless_calls_and_missing_or_repeated_ids() -> None:
+    assert check_response(RESPONSES[1]) is None
     bad = ModelResponse(text="", tool_calls=(ToolCall(id="c", name="get_weather", arguments="[1]"),))
-    assert "not a JSON object" in (check_response(bad, (WEATHER,)) or "")
+    assert check_response(bad) is None  # that call cannot run, the response is valid
     twice = ModelResponse(text="", tool_calls=(CALL, CALL))
-    assert "repeated id" in (check_response(twice, (WEATHER,)) or "")
-    assert check_response(ModelResponse(text="x"), [ToolDef(name="a", description="", parameters={})]) is None
+    assert "repeated id" in (check_response(twice) or "")
+    nameless = ModelResponse(text="", tool_calls=(ToolCall(id="c", name="", arguments="{}"),))
+    assert "no tool name" in (check_response(nameless) or "")
+    assert "missing or repeated id" in (check_response(ModelResponse(text="", tool_calls=(
+        ToolCall(id="", name="get_weather", arguments="{}"),))) or "")
+    assert check_response(ModelResponse(text="x")) is None

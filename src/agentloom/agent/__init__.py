@@ -3,6 +3,7 @@
 from agentloom.agent.events import RunEvent, run_events
 from agentloom.agent.failures import RecoveryPolicy
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop
+from agentloom.agent.output import OutputSpec
 from agentloom.agent.runtime import RunError, RunHandle, RunResult, Runtime, list_runs
 from agentloom.agent.sessions import SessionError
 from agentloom.agent.spec import AgentSpec, Limits
@@ -12,6 +13,7 @@ __all__ = [
     "Invocation",
     "Limits",
     "LoopOutcome",
+    "OutputSpec",
     "ReactLoop",
     "RecoveryPolicy",
     "RunError",

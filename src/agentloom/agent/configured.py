@@ -8,9 +8,10 @@
 
 Everything a configuration names is resolved *here*, before any run starts: each agent's model
 (``config.build.model_source``), its tools (built-in names plus the ``module:attr`` SDK tools),
-its executors, retry policy, limits, instructions and context window; the hooks and the Python
-functions they name; the workspace root; the sandbox backend and policy; the store. A bad
-reference is a ``ConfigError`` naming its key, never a failure in the middle of a run.
+its executors, retry policy, limits, instructions, context window and output schema; the hooks
+and the Python functions they name; the workspace root; the sandbox backend and policy; the
+store. A bad reference is a ``ConfigError`` naming its key, never a failure in the middle
+of a run.
 
 The config file's folder is put first on ``sys.path`` (as Python does for a script's folder)
 and stays there: ``module:function`` hooks and ``module:attr`` tools written beside the config
@@ -24,6 +25,7 @@ import sys
 from pathlib import Path
 
 from agentloom.agent.failures import RecoveryPolicy
+from agentloom.agent.output import OutputSpec
 from agentloom.agent.runtime import Runtime
 from agentloom.agent.spec import AgentSpec, Limits
 from agentloom.config import Config
@@ -68,11 +70,14 @@ def agent_specs(config: Config) -> list[AgentSpec]:
                 batch_concurrency=limits.batch_concurrency,
                 max_steps=limits.max_steps,
                 max_total_tokens=limits.max_total_tokens,
+                max_tool_errors=limits.max_tool_errors,
             ),
             window=choice.window if isinstance(choice, ConnectionModelChoice) else None,
             output_limit=choice.output_limit if isinstance(choice, ConnectionModelChoice)
             else None,
             description=agent.description,
+            output=None if agent.output is None else OutputSpec(
+                schema=agent.output.schema_, name=agent.output.name, strict=agent.output.strict),
         ))
     return specs
 
@@ -108,6 +113,10 @@ def runtime_from_config(
                    workspace_root=config.workspace_root(),
                    sandbox_backend=sandbox_backend or config.sandbox.backend,
                    sandbox_policy=environment_policy(config),
+                   config_source=config.source(),
+                   workdir=config.resolve_path(config.workspace.bind)
+                   if config.workspace.bind else None,
+                   keep_workspaces=config.workspace.keep,
                    recovery=RecoveryPolicy(max_failures=config.recovery.max_failures,
                                            backoff_s=config.recovery.backoff_s,
                                            max_backoff_s=config.recovery.max_backoff_s))

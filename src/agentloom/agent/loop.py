@@ -18,18 +18,26 @@ it is rebuilt from the committed calls.
 - A tool call in that position is ``unknown`` and is reported to the model as such.
 - One response's tool calls are one batch (``request_many``); results go back in request
   order; a denied or failed member never drops the others.
+- A tool call the model formed wrong — a tool it was not offered, arguments that are not a
+  JSON object (``ToolCall.problem``) — is recorded ``failed`` without running (no Attempt)
+  and its tool message tells the model why; the batch's other calls run. After
+  ``limits.max_tool_errors`` turns in a row of only such calls the invocation ends
+  ``TOOL_ERRORS_EXCEEDED`` (``agent.tool_errors``; the count is rebuilt on a replay).
 - ``finish_reason`` alone does not end the task: a response without tool calls is the
   final *candidate*; the runtime delivers it only after the run's terminal state commits.
   A supplement that came while the root's candidate was generated gives it another turn.
+- With an output schema (``agent.output``) every request asks for that format and the
+  candidate must validate; one that does not gets exactly one corrective user turn — derived
+  from the committed response, so a replay rebuilds it — and a second failure ends the
+  invocation ``OUTPUT_INVALID``.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from agentloom.agent.compaction import (
     Budget,
@@ -39,12 +47,15 @@ from agentloom.agent.compaction import (
     plan_compaction,
 )
 from agentloom.agent.events import EventSink, RunEvent, envelope_status, summary_of
+from agentloom.agent.output import Parsed, output_formats
 from agentloom.agent.quota import TokenQuota, tokens_of
 from agentloom.agent.spec import DELEGATE_PREFIX, AgentSpec
+from agentloom.agent.tool_errors import ToolErrorStreak
 from agentloom.agent.transcript import assistant_message, tool_defs, tool_message
 from agentloom.bus import EventBus
 from agentloom.bus.bus import RequestItem
 from agentloom.errors import OperationError
+from agentloom.models.calls import parse_arguments
 from agentloom.models.gateway import ModelCallFailed, ModelGateway
 from agentloom.models.types import Message, ModelRequest, ModelResponse, ToolDef
 from agentloom.pipeline.context import InvocationContext
@@ -79,6 +90,12 @@ class LoopOutcome:
     error: OperationError | None = None
     steps: int = 0
     messages: tuple[Message, ...] = field(default=(), repr=False)
+    parsed: Parsed | None = None  # the answer as JSON, when the agent has an output schema
+
+    @property
+    def answer(self) -> Any:
+        """What the invocation returns: the parsed JSON of a structured answer, else the text."""
+        return self.parsed.value if self.parsed is not None else self.output
 
 
 SupplementSource = Callable[["Invocation", int], Awaitable[list[str]]]
@@ -106,6 +123,9 @@ class ReactLoop:
         budget = Budget.of(agent.window, agent.output_limit) if agent.window else None
         sizes = inv.sizes
         carried: list[str] = []  # supplements already taken for this turn (see below)
+        fmt = agent.output.request_format(output_formats(agent.model)) if agent.output else "text"
+        corrected = False  # the one corrective turn of a structured answer was given
+        streak = ToolErrorStreak(agent.limits.max_tool_errors)
         for n in range(1, agent.limits.max_steps + 1):
             inv.steps = n
             stopped = self._control(inv)
@@ -117,16 +137,18 @@ class ReactLoop:
                 carried = []
                 inv.messages.extend(Message(role="user", content=t) for t in extra)
             # prepare_model → compact_context (when the budget needs it) → call_model
-            request = ModelRequest(messages=tuple(inv.messages), tools=defs)
+            request = ModelRequest(messages=tuple(inv.messages), tools=defs, output_format=fmt)
             if budget is not None and sizes.tokens(request.messages, defs) > budget.input_limit:
                 failed = await self._compact(inv, n, budget, sizes, defs, emit)
                 if failed is not None:
                     return failed
-                request = ModelRequest(messages=tuple(inv.messages), tools=defs)
+                request = ModelRequest(messages=tuple(inv.messages), tools=defs,
+                                       output_format=fmt)
             response = await self._call_model(inv, n, request, emit)
             if isinstance(response, LoopOutcome):
                 return response
             if not response.tool_calls:
+                streak.reset()
                 inv.messages.append(assistant_message(response))
                 # A supplement sent while this answer was generated is never dropped: the
                 # root takes another turn with it (000 §5.3).
@@ -134,12 +156,29 @@ class ReactLoop:
                     carried = await self._supplements(inv, n + 1)
                     if carried:
                         continue
-                return LoopOutcome("succeeded", response.text, steps=n,
-                                   messages=tuple(inv.messages))
+                if agent.output is None:
+                    return LoopOutcome("succeeded", response.text, steps=n,
+                                       messages=tuple(inv.messages))
+                checked = agent.output.check(response.text)
+                if isinstance(checked, Parsed):
+                    return LoopOutcome("succeeded", response.text, steps=n,
+                                       messages=tuple(inv.messages), parsed=checked)
+                if corrected or n == agent.limits.max_steps:
+                    error = agent.output.failure(agent.name, checked, corrected=corrected)
+                    return LoopOutcome("failed", None, error, steps=n,
+                                       messages=tuple(inv.messages))
+                corrected = True  # the next turn is the corrective one
+                inv.messages.append(Message(role="user",
+                                            content=agent.output.correction(checked)))
+                continue
             results = await self._batch(inv, n, response, emit)
             inv.messages.append(assistant_message(response, results))
             inv.messages.extend(tool_message(c, r) for c, r in zip(response.tool_calls, results,
                                                                     strict=True))
+            exceeded = streak.turn(agent.name, n, response.tool_calls, results)
+            if exceeded is not None:
+                return LoopOutcome("failed", None, exceeded, steps=n,
+                                   messages=tuple(inv.messages))
         return LoopOutcome("failed", None, OperationError(
             code="MAX_STEPS_EXCEEDED", category="validation",
             message=f"agent {agent.name!r} used all {agent.limits.max_steps} steps without a "
@@ -233,7 +272,8 @@ class ReactLoop:
                     # the model's output was malformed: tell it and let it answer again
                     request = ModelRequest(messages=(*request.messages, Message(
                         role="user", content=f"[runtime] Your previous response was rejected: "
-                        f"{exc.error.message}. Answer again.")), tools=request.tools)
+                        f"{exc.error.message}. Answer again.")),
+                        tools=request.tools, output_format=request.output_format)
                     continue
                 return LoopOutcome("failed", None, exc.error, steps=n,
                                    messages=tuple(inv.messages))
@@ -257,12 +297,16 @@ class ReactLoop:
         for i, call in enumerate(response.tool_calls):
             spec = ctx.catalog.specs.get(call.name)
             delegation = spec is not None and spec.capability_key.startswith(DELEGATE_PREFIX)
+            # A call with a ``problem`` is recorded failed with it, never run; its arguments
+            # are kept when they are a JSON object (e.g. those of a tool not offered).
+            parsed = parse_arguments(call.arguments)
             # JSON may spell a lone surrogate ("\ud800"): what no store holds becomes U+FFFD.
-            arguments, _ = storable(json.loads(call.arguments or "{}"))
+            arguments, _ = storable(parsed) if isinstance(parsed, dict) else ({}, 0)
             items.append(RequestItem(
                 name=call.name, arguments=arguments,
                 event_type="delegation" if delegation else "tool",
-                logical_key=f"{inv.invocation_id}/t{n}/c{i}", call_id=call.id))
+                logical_key=f"{inv.invocation_id}/t{n}/c{i}", call_id=call.id,
+                refusal=call.problem))
             emit(RunEvent(f"{items[-1].event_type}.call.started", ctx.run_id, time.time(), {
                 "role": ctx.role, "call_id": call.id,
                 "capability": spec.capability_key if spec else call.name}))
@@ -283,10 +327,15 @@ def _ignore(event: RunEvent) -> None:
 
 
 def initial_messages(agent: AgentSpec, task: str, history: Sequence[Message] = ()) -> list[Message]:
-    """The first messages of an invocation: instructions, earlier session turns, the task."""
+    """The first messages of an invocation: instructions (and what a structured answer must
+    be), earlier session turns, the task."""
     messages: list[Message] = []
-    if agent.instructions:
-        messages.append(Message(role="system", content=agent.instructions))
+    system = agent.instructions
+    if agent.output is not None:  # what the final answer must be, as the model can be asked
+        said = agent.output.instructions(output_formats(agent.model))
+        system = f"{system}\n\n{said}" if system else said
+    if system:
+        messages.append(Message(role="system", content=system))
     messages.extend(history)
     messages.append(Message(role="user", content=task))
     return messages

@@ -25,16 +25,20 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from agentloom.agent.controls import STOP, SUPPLEMENT, ControlState, record_control
 from agentloom.agent.delegation import DelegationHandler, delegate_spec
 from agentloom.agent.events import TERMINAL, RunEvent, run_events
 from agentloom.agent.failures import RecoveryPolicy, note_failure, retry_at
+from agentloom.agent.leases import holder_gone, is_interrupted, lease_left_s
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop, initial_messages
 from agentloom.agent.quota import TokenQuota
 from agentloom.agent.sessions import open_session, turn_op
 from agentloom.agent.spec import AgentSpec
+from agentloom.config.diff import changed_keys
 from agentloom.errors import (
     AgentLoomError,
     ConfigError,
@@ -54,14 +58,17 @@ from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
 from agentloom.store import Put, Store, WriteSet
 from agentloom.store.ports import Fence
+from agentloom.workspace.scope import WorkspaceScopeError
 
 __all__ = ["RunError", "RunHandle", "RunResult", "Runtime"]
 
 log = logging.getLogger(__name__)
+_M = TypeVar("_M", bound=BaseModel)
 
 LEASE_TTL_S = 60.0
 POLL_S = 0.2
 MAX_TURN_TRIES = 20
+WORKDIR_POLL_S = 0.5
 
 
 class RunError(AgentLoomError):
@@ -70,20 +77,39 @@ class RunError(AgentLoomError):
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
-    """A finished run. ``revocation_confirmed`` is false when the sandbox could not confirm
-    that every command of the run is gone (they may still be running); it is not part of
-    ``to_dict``."""
+    """A finished run. ``output`` is the final answer's text, or — for an agent with an output
+    schema (``AgentSpec.output`` / ``output_type``) — its parsed JSON value (``parsed`` gives
+    it as a pydantic model). ``revocation_confirmed`` is false when the sandbox could not
+    confirm that every command of the run is gone (they may still be running); it is not part
+    of ``to_dict``."""
 
     run_id: str
     status: str
-    output: str | None = None
+    output: Any = None
     error: OperationError | None = None
     steps: int = 0
     revocation_confirmed: bool = True
+    workspace: str | None = None
+    """The host folder the run's files stay in after it (a bound ``workdir``, a session's
+    folder, or a kept one); ``None`` when its folder was removed at its end."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "status": self.status, "output": self.output,
-                "error": self.error.to_dict() if self.error else None, "steps": self.steps}
+                "error": self.error.to_dict() if self.error else None, "steps": self.steps,
+                "workspace": self.workspace}
+
+    def parsed(self, output_type: type[_M]) -> _M:
+        """The structured output as an instance of ``output_type`` (a pydantic model; usually
+        the agent's ``output_type``).
+
+        Raises:
+            RunError: the run has no output (``RUN_NO_OUTPUT``: it did not succeed).
+            pydantic.ValidationError: the output does not fit ``output_type``.
+        """
+        if self.status != "succeeded":
+            raise RunError(f"run {self.run_id} {self.status} and has no output",
+                           code="RUN_NO_OUTPUT")
+        return output_type.model_validate(self.output)
 
 
 @dataclass(slots=True)
@@ -165,13 +191,20 @@ class Runtime:
         sandbox_policy: EnvironmentPolicy | None = None,
         space_id: str = "default",
         recovery: RecoveryPolicy | None = None,
+        config_source: Mapping[str, Any] | None = None,
+        workdir: Path | str | None = None,
+        keep_workspaces: bool = False,
     ) -> None:
         """``sandbox_backend`` picks the sandbox ``exec`` runs in (``auto``: bubblewrap, else
         Landlock, else ``exec`` fails with ``SANDBOX_UNAVAILABLE``; ``none``: unconfined) and
         is recorded on every run; ``sandbox_policy`` is what commands may see and use
         (default ``EnvironmentPolicy()``: empty environment, no network, no shell).
         ``recovery`` bounds how often a run the runtime keeps failing on is tried again
-        (``agent.failures``; default: ended ``failed`` after 3 identical failures)."""
+        (``agent.failures``; default: ended ``failed`` after 3 identical failures).
+        ``config_source`` (``Config.source()``: path, digest, snapshot) is recorded on every
+        run it starts, so the run can be resumed from its file by id. ``workdir``: the
+        folder every run works in by default (see ``start``); ``keep_workspaces``: a run's own
+        folder is kept after it ends (its path is ``RunResult.workspace``)."""
         if not agents:
             raise ConfigError("a runtime needs at least one agent")
         self.agents = {a.name: a for a in agents}
@@ -184,6 +217,9 @@ class Runtime:
                                       f"is not defined; agents: {sorted(self.agents)}")
         self.space_id = space_id
         self.recovery = recovery or RecoveryPolicy()
+        self.config_source = dict(config_source) if config_source else None
+        self.workdir = workdir
+        self.keep_workspaces = keep_workspaces
         self.kernel = Kernel(store, hooks=hooks, hook_functions=hook_functions,
                              workspace_root=workspace_root, sandbox=sandbox_policy,
                              sandbox_backend=sandbox_backend)
@@ -213,6 +249,15 @@ class Runtime:
             self.release_id, tools, roles={a.name: a.tool_keys() for a in agents})
         self.loop = ReactLoop(self.kernel.bus, self.kernel.models, supplements=self._supplements)
         self._live: dict[str, _Live] = {}
+        self.kernel.bus.subscribe(self._on_notice)
+
+    def _on_notice(self, kind: str, payload: dict[str, Any]) -> None:
+        """Pass a hook's warning on to the run's live subscribers (the CLI prints it)."""
+        if kind != "hook.warning":
+            return
+        live = self._live.get(str(payload.get("run_id")))
+        if live is not None:
+            live.emit(RunEvent("hook.warning", live.lease.run_id, time.time(), payload))
 
     @staticmethod
     def _digest(agents: Sequence[AgentSpec], hooks: Sequence[HookSpec]) -> str:
@@ -220,6 +265,7 @@ class Runtime:
             "name": a.name, "model": _model_identity(a.model), "instructions": a.instructions,
             "description": a.description,
             "tools": a.tool_keys(), "executors": list(a.executors),
+            **({"output": a.output.to_dict()} if a.output else {}),
         } for a in agents]
         raw = json.dumps({"agents": described, "hooks": [h.to_dict() for h in hooks]},
                          sort_keys=True)
@@ -227,8 +273,14 @@ class Runtime:
 
     # -- runs -------------------------------------------------------------------------------
     async def start(self, task: str, *, agent: str = "main", session: str | None = None,
-                    run_id: str | None = None) -> RunHandle:
-        """Start a run of ``agent`` on ``task`` and return its handle (the loop runs as a task)."""
+                    run_id: str | None = None, workdir: Path | str | None = None,
+                    wait: bool = False) -> RunHandle:
+        """Start a run of ``agent`` on ``task`` and return its handle (the loop runs as a task).
+
+        ``workdir`` (default: the runtime's) makes an existing folder the run's workspace:
+        every file tool works beneath it, ``exec`` sees it at ``/work``, and it is never
+        deleted. While another running run holds that folder the start is refused
+        (``WorkspaceScopeError`` ``WORKSPACE_BUSY``), or waits for it with ``wait``."""
         spec = self._agent(agent)
         owner = OwnerRef(kind="agent", id=agent, space_id=self.space_id)
         view = open_session(self.store, session, owner) if session else None
@@ -243,16 +295,32 @@ class Runtime:
                 "deadline": deadline, "session_id": session,
                 "session_seen": view.seen if view else None,
                 "sandbox_backend": self.kernel.environment.sandbox_backend}
-        lease = await self.kernel.start_run(run_id=run_id, data=data, owner=owner,
-                                            session_id=session, lease_ttl_s=LEASE_TTL_S)
+        if self.config_source is not None:
+            data["config"] = self.config_source
+        folder = workdir if workdir is not None else self.workdir
+        while True:
+            try:
+                lease = await self.kernel.start_run(
+                    run_id=run_id, data=data, owner=owner, session_id=session,
+                    lease_ttl_s=LEASE_TTL_S, keep_workspace=self.keep_workspaces,
+                    workdir=Path(folder) if folder is not None else None)
+                break
+            except WorkspaceScopeError as exc:
+                if exc.code != "WORKSPACE_BUSY" or not wait:
+                    raise
+                await asyncio.sleep(WORKDIR_POLL_S)
         data["owner"] = owner.to_dict()
         return self._drive(lease, data, view.history if view else ())
 
-    async def resume(self, run_id: str, *, only_if_expired: bool = False) -> RunHandle:
+    async def resume(self, run_id: str, *, force: bool = False) -> RunHandle:
         """Continue a run from its last committed stage (a finished run returns its result).
 
-        It takes the run's lease, fencing out any process still driving it; with
-        ``only_if_expired`` it refuses (``StoreError`` ``LEASE_HELD``) while a live lease holds it.
+        It takes the run's lease — a new epoch fences out any earlier holder — only when
+        nothing drives the run any more (``agent.leases``: its lease expired, or its holder was
+        a process of this machine that is gone). A run a live process drives is refused
+        (``RunError`` ``LEASE_HELD``, naming the holder and when its lease expires) unless
+        ``force``: then it is taken over, and a call the old holder has in flight may run
+        twice (``in_flight`` lists them).
         """
         row = self.store.get("runs", {"run_id": run_id})
         if row is None:
@@ -263,17 +331,44 @@ class Runtime:
         data = row["data"]
         if (data.get("release_id"), data.get("catalog_version")) != (self.release_id,
                                                                     self.catalog_version):
+            raise RunError(self._release_changed(run_id, data), code="RELEASE_CHANGED")
+        gone = holder_gone(row.get("lease_owner"))
+        left = lease_left_s(row)
+        if not force and left > 0 and not gone:
             raise RunError(
-                f"run {run_id} was started with release {data.get('release_id')} and this "
-                f"configuration is release {self.release_id}; resume it with the configuration "
-                "it started with", code="RELEASE_CHANGED")
+                f"run {run_id} is driven by a live process ({row.get('lease_owner')}; its lease "
+                f"expires in {left:.0f}s and is renewed while it runs), so it was not taken. "
+                f"Wait for it to end, stop it (agentloom runs stop {run_id}), or take it over "
+                "with --force (a call it has in flight may then run twice)", code="LEASE_HELD")
         owner = OwnerRef(kind="agent", id=data["agent"], space_id=self.space_id)
         view = None
         if data.get("session_id"):
             view = open_session(self.store, data["session_id"], owner, seen=data["session_seen"])
         lease = self.kernel.claim(run_id, lease_ttl_s=LEASE_TTL_S,
-                                  only_if_expired=only_if_expired)
+                                  only_if_expired=not (force or gone))
         return self._drive(lease, dict(data), view.history if view else ())
+
+    def in_flight(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's calls that started and have no outcome yet (what ``force`` may run
+        twice): ``operation_id``, ``capability`` and ``phase`` of each."""
+        return [{"operation_id": r["operation_id"], "capability": r["capability_key"],
+                 "phase": r["phase"]}
+                for r in self.store.query("operations", {"run_id": run_id})
+                if r["outcome"] is None]
+
+    def _release_changed(self, run_id: str, data: dict[str, Any]) -> str:
+        started = (data.get("config") or {}).get("snapshot")
+        now = (self.config_source or {}).get("snapshot")
+        changed = ""
+        if started is not None and now is not None:
+            keys = changed_keys(started, now)
+            shown = ", ".join(keys[:12]) + (f" and {len(keys) - 12} more" if len(keys) > 12 else "")
+            changed = (f"; changed since it started: {shown}" if keys else
+                       "; the config file's values are the same, so code it imports changed "
+                       "(a tool or a hook)")
+        return (f"run {run_id} was started with release {data.get('release_id')} and this "
+                f"configuration is release {self.release_id}{changed}; resume it with the "
+                "configuration it started with")
 
     async def resume_interrupted(self) -> tuple[list[RunHandle], list[tuple[str, str]]]:
         """What a worker does: resume every run of this store that is ``running`` while no
@@ -293,13 +388,13 @@ class Runtime:
         now = time.time()
         for row in self.store.query("runs", {"status": "running"}, order_by=("created_at",)):
             run_id = row["run_id"]
-            if run_id in self._live or (row.get("lease_expires_at") or 0) >= now:
+            if run_id in self._live or not is_interrupted(row, now):
                 continue
             if retry_at(row["data"]) > now:  # it failed lately: its back-off is not over
                 left.append((run_id, "BACKING_OFF"))
                 continue
             try:
-                taken.append(await self.resume(run_id, only_if_expired=True))
+                taken.append(await self.resume(run_id))
             except (RunError, StoreError) as exc:
                 if exc.code not in ("RELEASE_CHANGED", "LEASE_HELD"):
                     raise
@@ -322,8 +417,7 @@ class Runtime:
         if live is not None:
             live.cancel.set(reason)
         await record_control(self.kernel.coordinator, run_id, STOP, {"reason": reason})
-        expired = (row.get("lease_expires_at") or 0) < time.time()
-        if live is None and expired:
+        if live is None and is_interrupted(row):
             lease = self.kernel.claim(run_id, lease_ttl_s=LEASE_TTL_S)
             await self._finish(lease, dict(row["data"]), LoopOutcome(
                 "cancelled", None, OperationError(code="RUN_STOPPED", category="cancelled",
@@ -401,6 +495,10 @@ class Runtime:
             raise RunError(f"run {run_id} was taken over by another worker: {exc}",
                            code="LEASE_LOST") from exc
         except Exception as exc:
+            fenced = _fenced_out(exc)
+            if fenced is not None:  # e.g. inside a batch: another process took the run over
+                raise RunError(f"run {run_id} was taken over by another process: {fenced}",
+                               code="LEASE_LOST") from exc
             watcher.cancel()  # no lease renewal after the failure lets the lease go
             return await self._failed(live, exc)
         finally:
@@ -413,8 +511,9 @@ class Runtime:
                       outcome: LoopOutcome) -> RunResult:
         """Commit the terminal state (and the session turn), then clean the workspace; only
         then is the answer delivered."""
-        data = {**data, "output": outcome.output, "steps": outcome.steps,
-                "error": outcome.error.to_dict() if outcome.error else None}
+        data = {**data, "output": outcome.answer, "steps": outcome.steps,
+                "error": outcome.error.to_dict() if outcome.error else None,
+                "workspace": self._kept_folder(lease.run_id)}
         run_op = Put("runs", {"run_id": lease.run_id, "status": outcome.status,
                               "updated_at": time.time(), "data": data})
         session = data.get("session_id") if outcome.status == "succeeded" else None
@@ -435,8 +534,15 @@ class Runtime:
                            code="SESSION_TURN_CONFLICT")
         environment = self.kernel.environment
         await environment.end_run(lease.run_id, lease.lease_epoch)
-        return RunResult(lease.run_id, outcome.status, outcome.output, outcome.error,
-                         outcome.steps, environment.revocation_confirmed(lease.run_id))
+        return RunResult(lease.run_id, outcome.status, outcome.answer, outcome.error,
+                         outcome.steps, environment.revocation_confirmed(lease.run_id),
+                         data["workspace"])
+
+    def _kept_folder(self, run_id: str) -> str | None:
+        """The folder of the run that its end keeps (persistent), if any."""
+        scopes = self.kernel.environment.scopes
+        kept = [s for s in scopes.scopes_for_run(run_id) if s.persistent and s.state != "deleted"]
+        return str(scopes.path(kept[0]).absolute()) if kept else None
 
     async def _failed(self, live: _Live, exc: Exception) -> RunResult:
         """The runtime failed while driving the run (not the model, a tool or a hook: those
@@ -451,8 +557,8 @@ class Runtime:
         if error is not None:
             try:
                 result = await self._finish(live.lease, data, LoopOutcome("failed", None, error))
-            except Exception:
-                log.warning("run %s: could not end it failed", run_id, exc_info=True)
+            except Exception as finish_exc:
+                self._not_recorded(run_id, "could not end it failed", finish_exc)
             else:
                 live.emit(RunEvent("run.finished", run_id, time.time(), result.to_dict()))
                 return result
@@ -461,15 +567,23 @@ class Runtime:
                 await self.kernel.coordinator.commit(WriteSet((Put("runs", {
                     "run_id": run_id, "updated_at": time.time(), "data": data,
                     "lease_expires_at": 0.0}),), Fence(run_id, live.lease.lease_epoch)))
-            except Exception:
-                log.warning("run %s: could not record the failure", run_id, exc_info=True)
+            except Exception as record_exc:
+                self._not_recorded(run_id, "could not record the failure", record_exc)
         last = failures["last"]
         raise RunError(
             f"the runtime failed while driving run {run_id} ({failures['count']} of "
             f"{self.recovery.max_failures} times this way): {last['code']}: {last['message']}; "
             "the run stays interrupted: `agentloom worker CONFIG` tries it again after "
             f"{self.recovery.backoff(failures['total']):g}s, or `agentloom runs resume "
-            f"{run_id} --config CONFIG` at once", code="RUN_CRASHED") from exc
+            f"{run_id}` at once", code="RUN_CRASHED") from exc
+
+    @staticmethod
+    def _not_recorded(run_id: str, what: str, exc: Exception) -> None:
+        if isinstance(exc, FencedOut):
+            raise RunError(f"run {run_id} was taken over by another process: {exc}",
+                           code="LEASE_LOST") from exc
+        log.warning("run %s: %s: %s", run_id, what, exc)
+        log.debug("run %s: %s", run_id, what, exc_info=exc)
 
     def _finished(self, row: dict[str, Any]) -> _Live:
         data = row["data"]
@@ -478,7 +592,7 @@ class Runtime:
                      ControlState(row["run_id"]))
         done: asyncio.Future[RunResult] = asyncio.get_running_loop().create_future()
         done.set_result(RunResult(row["run_id"], row["status"], data.get("output"), error,
-                                  data.get("steps", 0)))
+                                  data.get("steps", 0), workspace=data.get("workspace")))
         live.task = asyncio.ensure_future(_wait(done))
         return live
 
@@ -530,13 +644,30 @@ class Runtime:
         return await self.loop.run(inv, live.emit)
 
 
+def _fenced_out(exc: BaseException) -> FencedOut | None:
+    """The ``FencedOut`` behind ``exc``: itself, a member of a batch's errors, or a cause."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, FencedOut):
+            return current
+        todo.extend(getattr(current, "errors", None) or ())
+        todo.extend((current.__cause__, current.__context__))
+    return None
+
+
 async def _wait(done: asyncio.Future[RunResult]) -> RunResult:
     return await done
 
 
 def list_runs(store: Store, limit: int = 50) -> list[dict[str, Any]]:
-    """Runs, newest first."""
+    """Runs, newest first; ``interrupted``: running, but nothing drives it any more."""
     rows = store.query("runs", order_by=("created_at",), descending=True, limit=limit)
     return [{"run_id": r["run_id"], "status": r["status"], "agent": r["data"].get("agent"),
              "task": r["data"].get("task"), "created_at": r["created_at"],
-             "updated_at": r["updated_at"], "output": r["data"].get("output")} for r in rows]
+             "updated_at": r["updated_at"], "output": r["data"].get("output"),
+             "interrupted": is_interrupted(r)} for r in rows]

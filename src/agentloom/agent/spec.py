@@ -10,6 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
+from agentloom.agent.output import OutputSpec
 from agentloom.models.ports import Connection, ModelAdapter
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.tools.sdk import Tool
@@ -35,6 +38,10 @@ class Limits:
     max_steps: int = 50
     # the run tree's token quota; the limit of the agent a run starts with applies
     max_total_tokens: int | None = None
+    # model turns in a row whose every tool call could not run (a tool not offered, arguments
+    # not a JSON object or not matching the schema) before the invocation ends
+    # TOOL_ERRORS_EXCEEDED (agent.tool_errors)
+    max_tool_errors: int = 3
 
     def __post_init__(self) -> None:
         if self.run_deadline_s <= 0 or self.first_output_timeout_s <= 0:
@@ -43,6 +50,8 @@ class Limits:
             raise ValueError("batch_concurrency and max_steps must be at least 1")
         if self.max_total_tokens is not None and self.max_total_tokens < 1:
             raise ValueError("max_total_tokens must be at least 1")
+        if self.max_tool_errors < 1:
+            raise ValueError("max_tool_errors must be at least 1")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +61,9 @@ class AgentSpec:
     ``model`` is an adapter (e.g. the offline ``TestModel``) or a ``Connection``. ``tools``
     holds built-in names (``"fs.read"``, ``"exec"``, …) and SDK ``Tool`` instances.
     ``executors`` names the agents this one may delegate to (Planner / Executor).
+    ``output`` makes the final answer a JSON value valid against its schema (structured
+    output, ``agent.output``); ``output_type``, a pydantic model, sets it from the model's
+    schema (give one of the two). ``RunResult.output`` is then the parsed JSON value.
     """
 
     name: str
@@ -64,7 +76,17 @@ class AgentSpec:
     limits: Limits = field(default_factory=Limits)
     window: int | None = None  # W in tokens: with it, the loop compacts what would not fit
     output_limit: int | None = None  # O: the output reserve (default min(4096, W / 4))
+    output: OutputSpec | None = None
+    output_type: type[BaseModel] | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.output_type is None:
+            return
+        if self.output is None:
+            object.__setattr__(self, "output", OutputSpec.of_type(self.output_type))
+        elif self.output.output_type is not self.output_type:  # (a replace() keeps both)
+            raise ValueError(f"agent {self.name!r}: give output or output_type, not both")
 
     def tool_keys(self) -> list[str]:
         """The capability keys of this agent's tools, delegations included."""

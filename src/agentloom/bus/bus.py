@@ -49,7 +49,9 @@ class RequestOwner(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RequestItem:
-    """One member of a batch: what the model asked for, with its own logical key."""
+    """One member of a batch: what the model asked for, with its own logical key.
+    ``refusal``: the call cannot run (e.g. a tool that was not offered); it is recorded as
+    failed with that error and no Attempt (``Request.refusal``)."""
 
     name: str
     arguments: Mapping[str, Any]
@@ -58,6 +60,7 @@ class RequestItem:
     purpose: str | None = None
     call_id: str | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
+    refusal: OperationError | None = None
 
 
 class BatchError(Exception):
@@ -115,11 +118,13 @@ class EventBus:
         call_id: str | None = None,
         prevalidated: bool = False,
         defer_commit: bool = False,
+        refusal: OperationError | None = None,
     ) -> OperationResult:
         """Send one request and wait for its terminal envelope.
 
         ``logical_key`` names the call within the run: the same key recovers the same
         operation (same ``operation_id``); no key means a new call with a new identity.
+        ``refusal`` records the call as failed with that error, without running it.
         """
         operation_id = new_id()
         stack = _active.get()
@@ -135,7 +140,10 @@ class EventBus:
             call_id=call_id,
             prevalidated=prevalidated,
             defer_commit=defer_commit,
+            refusal=refusal,
         )
+        if refusal is not None:  # nothing will run: no owner or handler is needed
+            return await self.pipeline.invoke(request, _Unresolved())
         owner = self._owners.get(event_type)
         if owner is None:
             return _routing_error(request, "NO_OWNER",
@@ -184,6 +192,7 @@ class EventBus:
                 return await self.request(
                     item.name, item.arguments, context, event_type=item.event_type,
                     logical_key=item.logical_key, purpose=item.purpose, call_id=item.call_id,
+                    refusal=item.refusal,
                 )
 
         settled = await asyncio.gather(*(one(i) for i in items), return_exceptions=True)
@@ -204,7 +213,8 @@ class EventBus:
 
 
 class _Unresolved:
-    """Stands in for the handler of an unknown name: the pipeline refuses it before execution."""
+    """Stands in for the handler of an unknown name or a refused call: the pipeline refuses
+    it before execution."""
 
     async def invoke_once(self, request: Any, context: Any) -> Any:  # pragma: no cover
         raise AssertionError("an unresolved capability can never execute")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-import time
 from collections.abc import Iterator
+from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,6 +23,7 @@ import typer
 from agentloom.agent import RunResult, run_events
 from agentloom.agent.configured import runtime_from_config
 from agentloom.agent.controls import STOP, SUPPLEMENT, send_control
+from agentloom.agent.leases import is_interrupted
 from agentloom.cli import render
 from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, UsageFailure
 from agentloom.cli.jsonl import append_jsonl
@@ -53,11 +54,20 @@ runs_app = typer.Typer(no_args_is_help=True, help="Inspect and control runs in a
 app.add_typer(runs_app, name="runs")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        say(stdout_console(), f"agentloom {package_version('agentloom')}")
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
 def _global_options(
     debug: Annotated[bool, typer.Option(
         "--debug", help="On a failure, also print its traceback (before the command name: "
         "agentloom --debug runs list).")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version,
+        help="Print the version (agentloom X.Y.Z) and exit.")] = False,
 ) -> None:
     """Run AgentLoom agents from a YAML config and inspect their runs."""
     # --debug is read by ReportingGroup from the command line: a failure can come before
@@ -69,6 +79,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON value on s
 StoreOpt = Annotated[str | None, typer.Option(
     "--store", metavar="URL", help="Store URL (sqlite:///path.db, postgresql://…). Default: "
     "$AGENTLOOM_STORE, else the store of --config, else sqlite:///.agentloom/agentloom.db.")]
+BesideStoreOpt = Annotated[str | None, typer.Option(
+    "--store", metavar="URL", help="Store URL (sqlite:///path.db, postgresql://…). Default: "
+    "$AGENTLOOM_STORE, else sqlite:///.agentloom/agentloom.db in the folder of CONFIG.")]
 ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", "-c", metavar="CONFIG", help="A config file; its store is used (see --store).")]
 RunIdArg = Annotated[str, typer.Argument(metavar="RUN_ID", help="The run's id (see `runs list`).",
@@ -97,14 +110,25 @@ def _default_agent(config: Config, agent: str | None) -> str:
     return "main" if "main" in config.agents else next(iter(config.agents))
 
 
-def _finish(result: RunResult, agent: str | None, as_json: bool, store_url: str | None = None
-            ) -> None:
+def _finish(result: RunResult, agent: str | None, as_json: bool, store_url: str | None,
+            *, hint: bool = True) -> None:
     warn_unconfirmed(result)
     if as_json:
-        print_json({**result.to_dict(), "agent": agent})
+        detail: dict[str, Any] = {}
+        if store_url is not None:  # the run's usage totals, as `runs show` counts them
+            with _store(store_url, None, read_only=True) as opened:
+                detail = run_detail(opened, result.run_id) or {}
+        print_json({**result.to_dict(), "agent": agent, "usage": detail.get("usage"),
+                    "duration_s": detail.get("duration_s"),
+                    "warnings": detail.get("warnings", [])})
     else:
         render.print_result(stdout_console(), result)
-        if store_url is not None:  # the password, if any, stays with the user
+        if result.workspace is not None:
+            say(stdout_console(), f"\nFiles: {result.workspace}")
+        elif hint:
+            say(stdout_console(), "\nThe run's folder was removed when it ended; keep its files "
+                "with --workdir PATH (a folder of yours), --session ID, or workspace.keep: true")
+        if hint and store_url is not None:  # the password, if any, stays with the user
             where = f" --store {redact_secrets(store_url)}"
             say(stdout_console(), "\nEvery call is recorded. See them with:\n"
                 f"  agentloom runs show {result.run_id}{where}\n"
@@ -122,7 +146,14 @@ def run(
         "--agent", "-a", metavar="NAME", help="The agent to run (default: main, else the first).")] = None,
     session: Annotated[str | None, typer.Option(
         "--session", metavar="ID", help="Continue session ID (its history and persistent folder).")] = None,
-    store: StoreOpt = None,
+    workdir: Annotated[Path | None, typer.Option(
+        "--workdir", metavar="PATH", help="Work in this existing folder (e.g. your repository): "
+        "every file tool beneath it, exec at /work, never deleted. Default: workspace.bind.")
+    ] = None,
+    wait: Annotated[bool, typer.Option(
+        "--wait", help="If another run works in that folder, wait for it instead of failing.")
+    ] = False,
+    store: BesideStoreOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run an agent of CONFIG on TASK and show its calls live.
@@ -136,7 +167,8 @@ def run(
     name = _default_agent(cfg, agent)
     runtime = runtime_from_config(cfg, store=store)
     result = run_sync(drive(
-        runtime, lambda: runtime.start(text, agent=name, session=session), as_json=as_json))
+        runtime, lambda: runtime.start(text, agent=name, session=session, workdir=workdir,
+                                       wait=wait), as_json=as_json))
     _finish(result, name, as_json, runtime.store_url)
 
 
@@ -144,8 +176,11 @@ def run(
 
 
 @contextlib.contextmanager
-def _store(store: str | None, config: Path | None) -> Iterator[Store]:
-    opened = open_existing_store(resolve_store_url(store, config))
+def _store(store: str | None, config: Path | None, *, read_only: bool = False
+           ) -> Iterator[Store]:
+    """The store of a ``runs`` command; ``read_only`` for the commands that only read it (it
+    is neither created nor migrated, and a folder or database the user may only read works)."""
+    opened = open_existing_store(resolve_store_url(store, config), read_only=read_only)
     try:
         yield opened
     finally:
@@ -161,7 +196,7 @@ def runs_list(
 ) -> None:
     """List runs, newest first."""
     setup_logging()
-    with _store(store, config) as opened:
+    with _store(store, config, read_only=True) as opened:
         runs = run_summaries(opened, limit)
     if as_json:
         print_json(runs)
@@ -182,7 +217,7 @@ def runs_show(
     effective result (truncated here; complete with --json).
     """
     setup_logging()
-    with _store(store, config) as opened:
+    with _store(store, config, read_only=True) as opened:
         detail = run_detail(opened, run_id)
         if detail is None:
             raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
@@ -204,7 +239,7 @@ def runs_events(
 ) -> None:
     """The run's events (run, model, tool and delegation calls), oldest first."""
     setup_logging()
-    with _store(store, config) as opened:
+    with _store(store, config, read_only=True) as opened:
         if opened.get("runs", {"run_id": run_id}) is None:
             raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
         events = [e.to_dict() for e in run_events(opened, run_id)]
@@ -223,26 +258,53 @@ def runs_events(
 @runs_app.command("resume")
 def runs_resume(
     run_id: RunIdArg,
-    config: Annotated[Path, typer.Option(
-        "--config", "-c", metavar="CONFIG", help="The config the run was started with (required).")],
+    config: Annotated[Path | None, typer.Option(
+        "--config", "-c", metavar="CONFIG",
+        help="Resume with this config instead of the file the run was started from.")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Take the run over even from a live process (a call it has in flight "
+        "may run twice).")] = False,
     store: StoreOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue RUN_ID from its last committed step (a finished run prints its result).
 
-    Exits like `run`.
+    The run is resumed with the config file it was started from (recorded on the run);
+    --config overrides it. A run a live process drives is refused, naming that process,
+    unless --force. Exits like `run`.
     """
     setup_logging()
-    cfg = load_config(config)
     url = resolve_store_url(store, config)
-    with _store(url, None) as opened:
+    with _store(url, None) as opened:  # writable: it migrates a store of an older version
         row = opened.get("runs", {"run_id": run_id})
     if row is None:
         raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
-    runtime = runtime_from_config(cfg, store=url)
-    result = run_sync(drive(runtime, lambda: runtime.resume(run_id), as_json=as_json,
-                              live=row["status"] == "running"))
-    _finish(result, row["data"].get("agent"), as_json)
+    runtime = runtime_from_config(load_config(config or _recorded_config(row)), store=url)
+    if force and row["status"] == "running":
+        doubled = runtime.in_flight(run_id)
+        if doubled and not is_interrupted(row):
+            calls = ", ".join(f"{c['capability']} (op {c['operation_id']}, {c['phase']})"
+                              for c in doubled)
+            say(stderr_console(), f"warning: taking run {run_id} over from "
+                f"{row.get('lease_owner')}, which may still be running: {calls} may run twice")
+    result = run_sync(drive(runtime, lambda: runtime.resume(run_id, force=force),
+                            as_json=as_json, live=row["status"] == "running"))
+    _finish(result, row["data"].get("agent"), as_json, url, hint=False)
+
+
+def _recorded_config(row: dict[str, Any]) -> Path:
+    """The config file a run was started from (``runs.data.config.path``)."""
+    recorded = (row["data"].get("config") or {}).get("path")
+    if not recorded:
+        raise UsageFailure(
+            f"run {row['run_id']} records no config file (it was started from Python, or by "
+            "an older AgentLoom); pass --config CONFIG", code="CONFIG_REQUIRED")
+    path = Path(recorded)
+    if not path.is_file():
+        raise UsageFailure(
+            f"run {row['run_id']} was started from {recorded}, which no longer exists; pass "
+            "--config CONFIG", code="CONFIG_NOT_FOUND")
+    return path
 
 
 @app.command()
@@ -253,7 +315,7 @@ def worker(
         "--once", help="One sweep: resume what is interrupted now, wait for those runs, exit.")] = False,
     poll: Annotated[float, typer.Option(
         "--poll", metavar="SECONDS", min=0.1, help="Seconds between sweeps.")] = 5.0,
-    store: StoreOpt = None,
+    store: BesideStoreOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Resume the runs whose process died (status running, lease expired) and finish them.
@@ -319,8 +381,8 @@ def runs_stop(
 ) -> None:
     """Stop a run from any process; the process driving it cancels it within a poll interval.
 
-    A run no process holds any more (its lease expired) is finished as cancelled here, which
-    needs --config (to clean its workspace).
+    A run no process drives any more (interrupted) is finished as cancelled here, with the
+    config it was started from (--config overrides it) so its workspace is cleaned up.
     """
     setup_logging()
     url = resolve_store_url(store, config)
@@ -329,10 +391,9 @@ def runs_stop(
     if row is None:
         raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
     previous = row["status"]
-    if previous == "running" and config is None and _lease_expired(row):
-        raise UsageFailure(f"no process holds run {run_id!r} any more (its lease expired); pass "
-                           "--config CONFIG so it can be finished as cancelled and its "
-                           "workspace cleaned up", code="CONFIG_REQUIRED")
+    if previous == "running" and config is None and is_interrupted(row):
+        # Nothing drives it: finish it here, as cancelled, with the config it started from.
+        config = _recorded_config(row)
     if config is not None:
         asyncio.run(_stop_with_config(url, config, run_id, reason))
     elif previous == "running":
@@ -348,10 +409,6 @@ def runs_stop(
         say(stdout_console(), f"run {run_id} had already finished ({previous}); nothing to stop")
     else:
         say(stdout_console(), f"stop requested for run {run_id} (status now: {status})")
-
-
-def _lease_expired(row: dict[str, Any]) -> bool:
-    return float(row.get("lease_expires_at") or 0) < time.time()
 
 
 @runs_app.command("supplement")

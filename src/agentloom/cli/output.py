@@ -21,17 +21,18 @@ import traceback
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+import typer
 from rich.console import Console
 from rich.text import Text
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 from agentloom.agent import RunResult
 from agentloom.cli.errors import EXIT_OK, describe
 from agentloom.cli.terminal import plain, printable
 from agentloom.errors import redact_secrets
 
-__all__ = ["ReportingGroup", "print_json", "report", "say", "setup_logging", "stderr_console",
-           "stdout_console", "warn_unconfirmed"]
+__all__ = ["ReportingGroup", "hide_flag_types", "print_json", "report", "say", "setup_logging",
+           "stderr_console", "stdout_console", "warn_unconfirmed"]
 
 PIPE_WIDTH = 200  # rich's 80 columns off a terminal would squeeze tables in logs and pipes
 # JSON keeps these as they are (ensure_ascii=False); written as \\u escapes they still decode
@@ -113,6 +114,7 @@ class ReportingGroup(TyperGroup):
              complete_var: str | None = None, standalone_mode: bool = True,
              windows_expand_args: bool = True, **extra: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
+        hide_flag_types(self)
         if not standalone_mode:
             return super().main(argv, prog_name, complete_var, False, windows_expand_args, **extra)
         try:
@@ -124,6 +126,22 @@ class ReportingGroup(TyperGroup):
                 code = report(exc, as_json=_given(argv, "--json"),
                               debug=_given_globally(argv, "--debug"))
         sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+def hide_flag_types(command: Any, parent: typer.Context | None = None, name: str | None = None
+                    ) -> None:
+    """Show no value type after a flag in the help, of ``command`` and every command below it.
+
+    typer prints the type of every option, a flag's too (``--json <bool>``), which reads as if
+    the flag took a value; an empty metavar prints nothing. ``--help`` is built per command
+    from a context (``get_params`` adds it), so each command gets one made as click makes it.
+    """
+    ctx = typer.Context(command, parent=parent, info_name=name, **command.context_settings)
+    for param in command.get_params(ctx):
+        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""
+    for sub_name, sub in getattr(command, "commands", {}).items():
+        hide_flag_types(sub, ctx, sub_name)
 
 
 def warn_unconfirmed(result: RunResult) -> None:

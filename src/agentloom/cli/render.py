@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -25,14 +26,14 @@ from rich.text import Text
 from agentloom.agent import RunEvent, RunResult
 from agentloom.agent.spec import DELEGATE_PREFIX
 from agentloom.cli.terminal import plain, printable
-from agentloom.cli.views import excerpt
+from agentloom.cli.views import USAGE_FIELDS, excerpt
 
 __all__ = ["LiveView", "print_events", "print_result", "print_run_detail", "print_runs"]
 
 STATUS_STYLE = {
     "succeeded": "green", "running": "yellow", "started": "yellow", "failed": "red",
     "denied": "magenta", "unknown": "bright_red", "cancelled": "bright_black",
-    "timed_out": "red",
+    "timed_out": "red", "interrupted": "bright_red",
 }
 TEXT_LIMIT = 160
 ROW_LIMIT = 80  # a summary in a table row
@@ -145,8 +146,12 @@ def print_result(console: Console, result: RunResult) -> None:
     head = Text.assemble(("run ", "bold"), plain(result.run_id), " ", _status(result.status),
                          f" after {result.steps} step(s)")
     console.print(head, highlight=False)
-    if result.output:
-        console.print(plain(result.output), highlight=False, soft_wrap=True)
+    if isinstance(result.output, str):
+        if result.output:
+            console.print(plain(result.output), highlight=False, soft_wrap=True)
+    elif result.output is not None:  # a structured answer: its JSON, indented
+        console.print(plain(json.dumps(result.output, indent=2, ensure_ascii=False)),
+                      highlight=False, soft_wrap=True)
     if result.error is not None:
         console.print(plain(f"{result.error.code}: {result.error.message}", "red"),
                       highlight=False, soft_wrap=True)
@@ -182,11 +187,17 @@ def print_run_detail(console: Console, run: dict[str, Any]) -> None:
                          ("output", run["output"])):
         if value is not None:
             console.print(plain(f"  {label}: {_short(value)}"), highlight=False)
+    if run["duration_s"] is not None:
+        console.print(plain(f"  duration: {run['duration_s']:.3f} s"), highlight=False)
+    if any(v is not None for v in run["usage"].values()):
+        console.print(plain(f"  usage: {_tokens(run['usage'])}"), highlight=False)
     if run["error"]:
         console.print(plain(f"  error: {run['error']['code']}: {_short(run['error']['message'])}",
                             "red"), highlight=False)
+    for warning in run.get("warnings", []):
+        console.print(plain("  " + hook_warning(warning), "yellow"), highlight=False)
     failures = run["failures"]
-    if failures and run["status"] == "running":
+    if failures and run["status"] in ("running", "interrupted"):
         last = failures["last"]
         console.print(plain(
             f"  failed {failures['count']} time(s) in a row ({failures['total']} in all); "
@@ -197,6 +208,13 @@ def print_run_detail(console: Console, run: dict[str, Any]) -> None:
         console.print(_operation(i, op), soft_wrap=True)
 
 
+def _tokens(usage: dict[str, int | None]) -> str:
+    """``12 input, 5 output, 0 reasoning tokens`` (``—`` for a count not reported)."""
+    counts = [f"{'—' if usage[f] is None else usage[f]} {f.removesuffix('_tokens')}"
+              for f in USAGE_FIELDS]
+    return ", ".join(counts) + " tokens"
+
+
 def _operation(i: int, op: dict[str, Any]) -> Group:
     call = f" [{op['call_id']}]" if op["call_id"] else ""
     lines: list[Text] = [Text.assemble(
@@ -204,7 +222,11 @@ def _operation(i: int, op: dict[str, Any]) -> Group:
         _status(op["status"]), plain(f"  ({op['phase']}, op {op['operation_id']})"))]
     attempts = op["attempts"]
     shown = ", ".join(f"#{a['attempt_no']} {a['status']}" for a in attempts["items"])
-    lines.append(plain(f"     attempts: {attempts['count']}" + (f" ({shown})" if shown else "")))
+    took = f", {op['duration_s']:.3f} s" if op["duration_s"] is not None else ""
+    lines.append(plain(f"     attempts: {attempts['count']}" + (f" ({shown})" if shown else "")
+                       + took))
+    if op["usage"] is not None:
+        lines.append(plain(f"     usage: {_tokens(op['usage'])}"))
     for hook in op["hooks"]:
         decision = hook["decision"] or "no decision"
         why = f" — {hook['reason'] or hook['diagnostic']}" if hook["reason"] or hook["diagnostic"] else ""
@@ -254,3 +276,11 @@ def print_events(console: Console, events: list[dict[str, Any]]) -> None:
                       plain(e.get("call_id") or ""), _status(e.get("status")) if e.get("status") else "",
                       plain(excerpt(str(summary), ROW_LIMIT)) if summary else "")
     console.print(table)
+
+
+def hook_warning(warning: Mapping[str, Any]) -> str:
+    """The one line a hook's failure, missing decision or dropped patch gets."""
+    verb = "denied the call" if warning.get("denied") else "the call went on"
+    return printable(
+        f"warning: hook {warning['hook_id']} ({warning['timing']} {warning['capability']}): "
+        f"{warning['code']}: {excerpt(str(warning['message']), TEXT_LIMIT)} ({verb})")

@@ -6,6 +6,11 @@ operation — its status in the spec's vocabulary, every Attempt (``attempts`` t
 run (``hook_invocations`` table), the arguments the model proposed beside the ones that were
 executed, and the raw result beside the effective one. Rows are decoded with
 ``pipeline.records.OperationState`` / ``stored_envelope``, never by hand.
+
+Usage: a model operation's ``usage`` is the token counts its provider reported with the raw
+response (``null`` fields: not reported); ``duration_s`` of an operation is the time its
+Attempts ran; a run's ``usage`` sums its model operations (the whole run tree's, compaction
+included) and its ``duration_s`` is the wall-clock time from start to end.
 """
 
 from __future__ import annotations
@@ -13,15 +18,19 @@ from __future__ import annotations
 from typing import Any
 
 from agentloom.agent import list_runs
-from agentloom.agent.events import envelope_status, summary_of
+from agentloom.agent.events import TERMINAL, envelope_status, summary_of
+from agentloom.agent.leases import is_interrupted
 from agentloom.agent.spec import DELEGATE_PREFIX
+from agentloom.models.gateway import response_from_dict
 from agentloom.pipeline.records import OperationState
-from agentloom.results import ToolResult
+from agentloom.results import JsonBlock, ToolResult
 from agentloom.store import Store
 
-__all__ = ["TASK_EXCERPT", "excerpt", "operation_detail", "run_detail", "run_summaries"]
+__all__ = ["TASK_EXCERPT", "USAGE_FIELDS", "excerpt", "operation_detail", "run_detail",
+           "run_summaries"]
 
 TASK_EXCERPT = 120
+USAGE_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens")
 
 
 def excerpt(text: str | None, limit: int = TASK_EXCERPT) -> str:
@@ -31,9 +40,11 @@ def excerpt(text: str | None, limit: int = TASK_EXCERPT) -> str:
 
 
 def run_summaries(store: Store, limit: int = 50) -> list[dict[str, Any]]:
-    """Runs newest first: ``run_id``, ``status``, ``agent``, ``created_at``, ``updated_at`` and
-    ``task`` (an excerpt; ``runs show`` has the whole task)."""
-    return [{"run_id": r["run_id"], "status": r["status"], "agent": r["agent"],
+    """Runs newest first: ``run_id``, ``status`` (``interrupted`` for a running run nothing
+    drives any more), ``agent``, ``created_at``, ``updated_at`` and ``task`` (an excerpt;
+    ``runs show`` has the whole task)."""
+    return [{"run_id": r["run_id"], "status": "interrupted" if r["interrupted"] else r["status"],
+             "agent": r["agent"],
              "created_at": r["created_at"], "updated_at": r["updated_at"],
              "task": excerpt(r["task"])} for r in list_runs(store, limit)]
 
@@ -45,9 +56,10 @@ def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
         return None
     data = row["data"]
     operations = store.query("operations", {"run_id": run_id}, order_by=("created_at",))
+    details = [operation_detail(store, op) for op in operations]
     return {
         "run_id": run_id,
-        "status": row["status"],
+        "status": "interrupted" if is_interrupted(row) else row["status"],
         "agent": data.get("agent"),
         "task": data.get("task"),
         "session_id": data.get("session_id"),
@@ -62,8 +74,64 @@ def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
         "error": data.get("error"),
         "failures": data.get("failures"),
         "steps": data.get("steps"),
-        "operations": [operation_detail(store, op) for op in operations],
+        **_run_totals(row, details),
+        "warnings": run_warnings(details),
+        "operations": details,
     }
+
+
+HOOK_FAILURES = ("failed", "timed_out", "invalid", "indeterminate")
+
+
+def run_warnings(operations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per hook that failed, could not decide or had its patch dropped:
+    ``operation_id``, ``capability``, ``hook_id``, ``timing``, ``status``, ``code``
+    (``HOOK_TIMED_OUT``, ``HOOK_PATCH_INVALID``, …), ``message`` and ``denied`` (its
+    ``on_failure: deny`` denied the call)."""
+    warnings = []
+    for op in operations:
+        for hook in op["hooks"]:
+            dropped = hook.get("patch_error")
+            if hook["status"] not in HOOK_FAILURES and not dropped:
+                continue
+            code, message = ((dropped["code"], dropped["message"]) if dropped else
+                             (f"HOOK_{hook['status'].upper()}",
+                              hook.get("diagnostic") or hook["status"]))
+            warnings.append({"operation_id": op["operation_id"], "capability": op["capability"],
+                             "hook_id": hook["hook_id"], "timing": hook["timing"],
+                             "status": hook["status"], "code": code, "message": message,
+                             "denied": hook.get("on_failure") == "deny"})
+    return warnings
+
+
+def _run_totals(row: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, Any]:
+    """``usage`` (each field summed over the model operations that reported it; ``null`` when
+    none did) and ``duration_s`` (start to end; ``null`` while the run has not ended) of a run
+    row and its ``operation_detail``s."""
+    reported = [op["usage"] for op in operations if op["usage"] is not None]
+    usage = {f: sum(u[f] for u in reported if u[f] is not None)
+             if any(u[f] is not None for u in reported) else None for f in USAGE_FIELDS}
+    ended = row["status"] in TERMINAL
+    return {"usage": usage,
+            "duration_s": round(row["updated_at"] - row["created_at"], 3) if ended else None}
+
+
+def _usage(result: ToolResult | None) -> dict[str, int | None] | None:
+    """What a model call's provider reported using, from its raw response; None without one."""
+    if result is None or len(result.content) != 1 or not isinstance(result.content[0], JsonBlock):
+        return None
+    try:
+        usage = response_from_dict(result.content[0].data).usage
+    except ValueError:
+        return None  # not a response the gateway could read
+    return None if usage is None else {f: getattr(usage, f) for f in USAGE_FIELDS}
+
+
+def _duration(attempts: list[dict[str, Any]]) -> float | None:
+    """Seconds the operation's Attempts ran (their sum); None when none has finished."""
+    spans = [a["finished_at"] - a["started_at"] for a in attempts
+             if a["started_at"] is not None and a["finished_at"] is not None]
+    return round(sum(spans), 3) if spans else None
 
 
 def _kind(row: dict[str, Any]) -> str:
@@ -134,6 +202,8 @@ def operation_detail(store: Store, row: dict[str, Any]) -> dict[str, Any]:
         "effective_result": _text(effective),
         "result_changed": raw is not None and effective is not None
         and effective.to_dict() != raw.to_dict(),
+        "usage": _usage(raw) if row["event_type"] == "model" else None,
+        "duration_s": _duration(attempts),
         "error": envelope.error.to_dict() if envelope is not None and envelope.error else None,
         "reason": envelope.reason if envelope is not None else None,
         "summary": summary_of(envelope) if envelope is not None else None,

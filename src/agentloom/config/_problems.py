@@ -120,7 +120,7 @@ def _message(error: ErrorDetails, root: type[BaseModel], tags: Mapping[str, type
         removed: Mapping[str, str] = getattr(model, "removed_keys", {})
         if loc[-1] in removed:  # a key an earlier release read: say what replaced it
             return removed[str(loc[-1])]
-        allowed = sorted(model.model_fields) if model is not None else []
+        allowed = sorted(f.alias or n for n, f in model.model_fields.items()) if model is not None else []
         where = key_path(_untagged(loc[:-1], tags)) if len(loc) > 1 else "the top level"
         return (f"unknown key {loc[-1]!r}; {did_you_mean(str(loc[-1]), allowed)}"
                 f"allowed keys at {where}: {', '.join(allowed)}")

@@ -70,7 +70,8 @@ def model_source(
             f"before running ({at} uses connection {name!r})", code="MODEL_API_KEY_MISSING")
     try:
         return connection_for(connection.preset, model=choice.name, variant=variant,
-                              base_url=connection.base_url, api_key_env=variable, environ=env)
+                              base_url=connection.base_url, api_key_env=variable, environ=env,
+                              config_name=name)
     except ConfigError as exc:
         raise ConfigError(f"{at}: {exc.error.message}", code=exc.code) from None
 

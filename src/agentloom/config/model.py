@@ -33,8 +33,9 @@ from pydantic import (
     model_validator,
 )
 
+from agentloom.catalog import compile_schema
 from agentloom.config._problems import Problem, config_error, did_you_mean, key_path, shown
-from agentloom.errors import ConfigError
+from agentloom.errors import CatalogError, ConfigError
 from agentloom.models.offline import load_script
 from agentloom.models.presets import Preset, list_presets, load_preset
 from agentloom.tools.builtin.fs import SCHEMAS
@@ -51,6 +52,7 @@ __all__ = [
     "HookMatchConfig",
     "LimitsConfig",
     "ModelChoice",
+    "OutputConfig",
     "RecoveryConfig",
     "RetryConfig",
     "SandboxBackendName",
@@ -199,6 +201,10 @@ class LimitsConfig(_Strict):
     """The most model turns one invocation may take."""
     max_total_tokens: StrictInt | None = Field(default=None, ge=1)
     """The run tree's token quota (of the agent a run starts with)."""
+    max_tool_errors: StrictInt = Field(default=3, ge=1)
+    """Model turns in a row whose every tool call could not run (a tool that was not offered,
+    arguments that are not a JSON object or do not match the schema) before the invocation
+    ends ``TOOL_ERRORS_EXCEEDED``."""
 
 
 class HookMatchConfig(_Strict):
@@ -226,6 +232,29 @@ class HookConfig(_Strict):
     """``deny``: a failure, timeout, invalid decision or dropped patch denies the call."""
 
 
+class OutputConfig(_Strict):
+    """Structured output: the final answer is one JSON value valid against ``schema`` (a JSON
+    Schema 2020-12, checked here), asked for as the model's preset allows (docs/config.md#output).
+    ``name`` labels it on the wire; ``strict`` asks for OpenAI's strict schema mode."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                              serialize_by_alias=True)
+
+    schema_: dict[str, Any] = Field(alias="schema")  # (``schema`` would shadow BaseModel's)
+    name: str = Field(default="output", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    strict: StrictBool = False
+
+    @field_validator("schema_")
+    @classmethod
+    def _json_schema(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        try:
+            compile_schema(schema, origin="mcp")  # checked as declared, as the agent uses it
+        except CatalogError as exc:
+            raise ValueError(f"{exc.error.message.removeprefix('schema ')}; write a JSON Schema "
+                             "2020-12 (https://json-schema.org)") from None
+        return schema
+
+
 def default_hook_id(agent: str, index: int) -> str:
     """The id of an agent's hook that sets none: ``<agent>.hooks[<index>]``."""
     return f"{agent}.hooks[{index}]"
@@ -240,6 +269,8 @@ class AgentConfig(_Strict):
     retry: RetryConfig = Field(default_factory=RetryConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     hooks: tuple[HookConfig, ...] = ()
+    output: OutputConfig | None = None
+    """Structured output (``None``: the final answer is text)."""
 
     @field_validator("model", mode="before")
     @classmethod
@@ -261,6 +292,11 @@ class AgentConfig(_Strict):
 
 class WorkspaceConfig(_Strict):
     root: str = Field(default=DEFAULT_WORKSPACE_ROOT, min_length=1)
+    bind: str | None = Field(default=None, min_length=1)
+    """An existing folder every run works in (relative to the config file's folder);
+    ``agentloom run --workdir`` overrides it."""
+    keep: StrictBool = False
+    """Keep each run's own folder after it ends (its path is printed)."""
 
 
 SandboxBackendName = Literal["auto", "bubblewrap", "landlock", "none"]
@@ -344,12 +380,17 @@ class Config(_Strict):
     recovery: RecoveryConfig = Field(default_factory=RecoveryConfig)
 
     _base_dir: Path = PrivateAttr(default_factory=lambda: Path.cwd().resolve())
+    _source_path: Path | None = PrivateAttr(default=None)
+    _source_digest: str | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _cross_check(self, info: ValidationInfo) -> Config:
         context = info.context if isinstance(info.context, Mapping) else {}
         if context.get("base_dir") is not None:
             self._base_dir = Path(context["base_dir"]).resolve()
+        if context.get("source_path") is not None:
+            self._source_path = Path(context["source_path"])
+            self._source_digest = context.get("source_digest")
         problems = cross_problems(self)
         if problems:
             raise config_error(str(context.get("source", "<config>")), problems)
@@ -358,6 +399,16 @@ class Config(_Strict):
     @property
     def base_dir(self) -> Path:
         return self._base_dir
+
+    def source(self) -> dict[str, Any] | None:
+        """What a run records of the file this configuration was loaded from (``None`` when
+        it was not loaded from a file): its absolute ``path``, the ``digest`` (sha256) of its
+        bytes and a ``snapshot`` of its validated values, so ``runs resume RUN_ID`` needs no
+        ``--config`` and ``RELEASE_CHANGED`` can name the keys that changed."""
+        if self._source_path is None:
+            return None
+        return {"path": str(self._source_path), "digest": self._source_digest,
+                "snapshot": self.model_dump(mode="json")}
 
     def resolve_path(self, path: str | Path) -> Path:
         """``path`` as an absolute path; a relative one is read from ``base_dir``."""

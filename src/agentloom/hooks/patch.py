@@ -280,6 +280,19 @@ def _dedupe(ops: Sequence[PatchOp], what: str) -> tuple[PatchOp, ...]:
     return tuple(op for _, op in kept)
 
 
+def _did_you_mean(path: str, writable: Sequence[str]) -> str:
+    """``; did you mean /payload/path?`` when ``path`` placed under the event key of a
+    writable path (``/payload``, ``/result``) is writable; else nothing."""
+    if not path.startswith("/"):
+        return ""
+    for base in dict.fromkeys("/" + split_pointer(w)[0] for w in writable if split_pointer(w)):
+        candidate = base + path
+        tokens = split_pointer(candidate)
+        if any(_overlaps_prefix(split_pointer(w), tokens) for w in writable):
+            return f"; did you mean {candidate}?"
+    return ""
+
+
 def normalise(
     payload_patch: PayloadPatch | None,
     context_patch: ContextPatch | None,
@@ -333,7 +346,8 @@ def normalise(
         if not any(_overlaps_prefix(split_pointer(w), tokens) for w in writable):
             raise PatchInvalid(
                 "HOOK_PATCH_PROTECTED",
-                f"{op.path!r} is protected at this hook point; writable: {list(writable)}",
+                f"{op.path!r} is protected at this hook point; writable: {list(writable)}"
+                + _did_you_mean(op.path, writable),
             )
     merged = _dedupe(ops, "patch")
     by_record: dict[tuple[str, bool], list[ContextChange]] = {}

@@ -3,9 +3,11 @@
 ``Aggregator`` collects one Attempt's provider events: text, reasoning (and
 ``reasoning_details``), tool calls assembled by index — ``id`` and ``name`` are set once
 and repeats ignored, only ``arguments`` are concatenated — usage and the finish frame.
-``Aggregator.response`` validates the whole response (every tool name is in the offered
-catalog, every argument text parses as a JSON object) and only then builds the
-``ModelResponse``; nothing is exposed or executed before that.
+``Aggregator.response`` validates the whole response (the stream ended with a terminal
+frame, every tool call has a name and its own id) and only then builds the
+``ModelResponse``; nothing is exposed or executed before that. A call that names a tool
+that was not offered, or whose arguments are not a JSON object, does not make the response
+invalid: only that call cannot run, and the model is told so (``models.calls``).
 
 What a failed Attempt had received is an ``IncompleteAttempt``: kept for the record,
 never turned into a response, never spliced with another Attempt (each Attempt has its
@@ -16,7 +18,6 @@ own ``Aggregator``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,6 @@ from agentloom.models.types import (
     TextDelta,
     ToolCall,
     ToolCallDelta,
-    ToolDef,
     Usage,
     UsageEvent,
 )
@@ -192,14 +192,14 @@ class Aggregator:
             events=self.events,
         )
 
-    def response(self, tools: Sequence[ToolDef]) -> ModelResponse:
-        """The validated complete response.
+    def response(self) -> ModelResponse:
+        """The validated complete response. A call of a tool that was not offered, or with
+        arguments that are not a JSON object, is kept as it came (``models.calls``).
 
         Raises:
             ModelAttemptError: ``transport`` when no terminal frame was received or the
-                finish reason is ``error``; ``protocol`` when a tool call names a tool
-                that was not offered, has no name, repeats another call's id, or its
-                arguments are not a JSON object. The error carries the ``IncompleteAttempt``.
+                finish reason is ``error``; ``protocol`` when a tool call has no name or
+                repeats another call's id. The error carries the ``IncompleteAttempt``.
         """
         if self._finish is None:
             cut = stream_cut()
@@ -207,11 +207,10 @@ class Aggregator:
         if self._finish.reason == "error":
             failed = finish_error(self._finish.reason)
             raise failed.with_incomplete(self.incomplete(failed.error.code))
-        offered = {t.name for t in tools}
         calls: list[ToolCall] = []
         seen_ids: set[str] = set()
         for fragment in self._fragments():
-            problem = _tool_call_problem(fragment, offered, seen_ids)
+            problem = _tool_call_problem(fragment, seen_ids)
             if problem is not None:
                 err = invalid_response(problem, details={"tool_call_index": fragment.index})
                 raise err.with_incomplete(self.incomplete(err.error.code))
@@ -233,26 +232,12 @@ class Aggregator:
         )
 
 
-def _tool_call_problem(fragment: ToolCallFragment, offered: set[str], seen_ids: set[str]) -> str | None:
+def _tool_call_problem(fragment: ToolCallFragment, seen_ids: set[str]) -> str | None:
     where = f"tool call #{fragment.index}"
     if not fragment.name:
         return f"{where} has no tool name"
-    if fragment.name not in offered:
-        listed = ", ".join(sorted(offered)) or "none"
-        return f"{where} names tool {fragment.name!r}, which was not offered (offered: {listed})"
     if fragment.id and fragment.id in seen_ids:
         return f"{where} repeats the id {fragment.id!r} of another tool call"
-    text = fragment.arguments
-    if not text.strip():
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        return f"{where} ({fragment.name}) has arguments that are not valid JSON: {exc}"
-    except RecursionError:
-        return f"{where} ({fragment.name}) has arguments nested too deeply to read"
-    if not isinstance(value, dict):
-        return f"{where} ({fragment.name}) has arguments that are not a JSON object"
     return None
 
 
@@ -305,4 +290,4 @@ async def complete_once(
         await drive(adapter.stream_once(request, attempt), attempt, aggregator.feed)
     except ModelAttemptError as exc:
         raise exc.with_incomplete(aggregator.incomplete(exc.error.code)) from None
-    return aggregator.response(request.tools)
+    return aggregator.response()

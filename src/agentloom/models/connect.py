@@ -28,13 +28,15 @@ def connection_for(
     api_key_env: str | None = None,
     capabilities: Iterable[str] = (),
     environ: Mapping[str, str] | None = None,
+    config_name: str | None = None,
 ) -> Connection:
     """A ``Connection`` speaking preset ``preset_name`` for ``model``.
 
     ``base_url`` overrides the variant's URL (a proxy, a test server). The key is ``api_key``
     when given, else the value of ``api_key_env`` (default: the variant's variable) in
     ``environ`` (default ``os.environ``). ``capabilities`` are checked now (``Preset.check``),
-    so a connection that cannot serve them is refused before any run.
+    so a connection that cannot serve them is refused before any run. ``config_name`` is the
+    config's name for the connection; it and the key's variable go into error messages.
 
     Raises:
         ConfigError: an unknown preset (``MODEL_PRESET_UNKNOWN``) or variant
@@ -47,6 +49,7 @@ def connection_for(
     preset = load_preset(preset_name)
     endpoint = preset.endpoint(variant)
     preset.check(capabilities, model=model)
+    variable: str | None = None
     if api_key is None:
         variable = api_key_env or endpoint.api_key_env
         api_key = (os.environ if environ is None else environ).get(variable) or None
@@ -59,5 +62,5 @@ def connection_for(
             )
     return Connection(
         base_url=base_url or endpoint.base_url, api_key=api_key, model=model,
-        **preset.connection_kwargs(model),
+        config_name=config_name, api_key_env=variable, **preset.connection_kwargs(model),
     )

@@ -24,7 +24,7 @@ HTTP 404                                           not_found    known
 HTTP 409                                           conflict     known
 any other HTTP status, an error frame in a stream  unknown      known
 malformed JSON / frame in the stream               protocol     unknown
-invalid complete response (tool name, arguments)   protocol     known
+invalid response (a call without name, repeat id)  protocol     known
 first-output / idle timeout, run deadline          timeout      unknown
 run stopped                                        cancelled    unknown
 =================================================  ===========  ================
@@ -43,6 +43,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import httpx2
 import openai
@@ -51,6 +52,7 @@ from agentloom.errors import AgentLoomError, ErrorCategory, ExternalOutcome, Ope
 
 if TYPE_CHECKING:
     from agentloom.models.aggregate import IncompleteAttempt
+    from agentloom.models.ports import Connection
 
 MODEL_CONNECT_FAILED = "MODEL_CONNECT_FAILED"
 MODEL_CONNECTION_LOST = "MODEL_CONNECTION_LOST"
@@ -95,6 +97,7 @@ _STATUS_CODE_BY_CATEGORY: dict[str, str] = {
 _NOT_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)
 _RATE_LIMIT_CODES = frozenset({"rate_limit_exceeded", "rate_limit_error", "too_many_requests"})
 _MESSAGE_LIMIT = 500
+_SAID_LIMIT = 200  # of the provider's own words in a message, so what follows them fits
 
 
 class ModelAttemptError(AgentLoomError):
@@ -194,14 +197,17 @@ def classify_exception(
     provider: str = "model provider",
     secrets: Iterable[str] = (),
     status_category: Callable[[int], ErrorCategory | None] | None = None,
+    connection: Connection | None = None,
 ) -> ModelAttemptError:
     """The ``ModelAttemptError`` for an exception raised by the SDK during one Attempt.
 
     ``sent``: the request may have reached the provider (any failure after the HTTP
     exchange began, or during the stream). ``status_category``: a preset's override of
-    the category of an HTTP status.
+    the category of an HTTP status. ``connection``: the messages of connection and HTTP
+    failures name its config name and base URL, and a 401 / 403 its key's variable.
     """
     secrets = tuple(secrets)
+    provider += _origin(connection)
     if isinstance(exc, ModelAttemptError):
         return exc
     if isinstance(exc, openai.APIStatusError):
@@ -216,8 +222,11 @@ def classify_exception(
             retry_after = parse_retry_after(dict(exc.response.headers))
             if retry_after is not None:
                 details["retry_after_s"] = retry_after
+        said = _provider_message(exc)
+        said = said if len(said) <= _SAID_LIMIT else said[:_SAID_LIMIT] + "…"  # keep the hint
         return failure(
-            code, category, f"{provider} answered HTTP {status}: {_provider_message(exc)}",
+            code, category, f"{provider} answered HTTP {status}: {said}"
+            + (_key_hint(connection) if status in (401, 403) else ""),
             outcome=outcome, provider_code=_provider_code(exc), details=details, secrets=secrets,
         )
     if isinstance(exc, openai.APIConnectionError):
@@ -225,7 +234,8 @@ def classify_exception(
         if isinstance(cause, _NOT_SENT) or (not sent and cause is None):
             return failure(
                 MODEL_CONNECT_FAILED, "transport",
-                f"could not connect to the {provider}: {type(cause or exc).__name__}",
+                f"could not connect to the {provider}: {type(cause or exc).__name__}"
+                + _url_hint(connection),
                 outcome="not_started", secrets=secrets,
             )
         return failure(
@@ -261,6 +271,44 @@ def classify_exception(
         MODEL_ADAPTER_FAILED, "unknown", f"the model adapter failed: {type(exc).__name__}: {exc}",
         outcome="unknown" if sent else "not_started", secrets=secrets,
     )
+
+
+def _origin(connection: Connection | None) -> str:
+    """`` (connection 'local', base URL http://host/v1)``: where the config defines it."""
+    if connection is None:
+        return ""
+    named = f"connection {connection.config_name!r}, " if connection.config_name else ""
+    return f" ({named}base URL {_bare_url(connection.base_url)})"
+
+
+def _bare_url(url: str) -> str:
+    """``url`` without user info, query or fragment (they may hold credentials)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return "(unparsable)"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def _url_hint(connection: Connection | None) -> str:
+    if connection is None:
+        return ""
+    where = f"connections.{connection.config_name}.base_url" if connection.config_name else "base_url"
+    return f"; check that the provider is up at that URL, or fix {where}"
+
+
+def _key_hint(connection: Connection | None) -> str:
+    if connection is None:
+        return ""
+    if connection.api_key_env is None:
+        return "; check the connection's API key"
+    where = f" (connections.{connection.config_name}.api_key_env)" if connection.config_name else ""
+    return (f"; check the API key in the environment variable {connection.api_key_env!r}{where}: "
+            "it may be wrong, expired or not allowed to use this model")
 
 
 def protocol_error(message: str, *, outcome: ExternalOutcome = "unknown") -> ModelAttemptError:

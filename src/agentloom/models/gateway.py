@@ -15,6 +15,8 @@
     after-hooks → effective result saved → envelope
         ▼
     response_from_dict + check_response  →  ModelResponse      (else ``ModelCallFailed``)
+        ▼  each call that cannot run (not offered, arguments not an object) gets its
+           ``problem`` (``models.calls.mark_calls``): the response is still delivered
 
 Owns: the payload / response wire forms, the caller-facing ``generate`` and the ``model.*``
 observations (one ``model.started`` and one ``model.completed`` / ``model.failed`` per call,
@@ -31,12 +33,12 @@ Attempts, the raw and the effective response are stored as for any other call.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from agentloom.catalog import CapabilitySpec
 from agentloom.errors import AgentLoomError, OperationError
+from agentloom.models.calls import mark_calls
 from agentloom.models.types import (
     Message,
     ModelRequest,
@@ -292,24 +294,18 @@ def response_from_dict(data: Mapping[str, Any]) -> ModelResponse:
     )
 
 
-def check_response(response: ModelResponse, tools: Sequence[ToolDef]) -> str | None:
-    """Why ``response`` may not be delivered for a request offering ``tools`` — every tool
-    call names an offered tool, has a unique id and a JSON-object argument text — or None."""
-    offered = {t.name for t in tools}
+def check_response(response: ModelResponse) -> str | None:
+    """Why ``response`` may not be delivered — a tool call without a name, or with a missing
+    or repeated id — or None. A call of a tool that was not offered, or with arguments that
+    are not a JSON object, is delivered with its ``problem`` (``models.calls``)."""
     seen: set[str] = set()
     for call in response.tool_calls:
         where = f"tool call #{call.index} ({call.name or 'no name'})"
-        if call.name not in offered:
-            return f"{where} names a tool that was not offered"
+        if not call.name:
+            return f"{where} has no tool name"
         if not call.id or call.id in seen:
             return f"{where} has a missing or repeated id {call.id!r}"
         seen.add(call.id)
-        try:
-            value = json.loads(call.arguments or "{}")
-        except ValueError:
-            return f"{where} has arguments that are not valid JSON"
-        if not isinstance(value, dict):
-            return f"{where} has arguments that are not a JSON object"
     return None
 
 
@@ -467,12 +463,15 @@ class ModelGateway:
             if not isinstance(block, JsonBlock):
                 raise ValueError("the result is not one JSON block")
             response = response_from_dict(block.data)
-            executed = envelope.executed_arguments or {}
-            # The tools the model was offered: those of ``request`` unless a before-hook
-            # changed the payload (then parse what was executed; a history is not re-read
-            # on every call only to find the tool names).
-            offered = request.tools if executed == payload else payload_to_request(executed).tools
-            problem = check_response(response, offered)
+            problem = check_response(response)
+            if problem is None and response.tool_calls:
+                executed = envelope.executed_arguments or {}
+                # The tools the model was offered: those of ``request`` unless a before-hook
+                # changed the payload (then parse what was executed; a history is not re-read
+                # on every call only to find the tool names).
+                offered = request.tools if executed == payload \
+                    else payload_to_request(executed).tools
+                response = mark_calls(response, offered)
         except ValueError as exc:
             problem = str(exc)
         if problem is not None:

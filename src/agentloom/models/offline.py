@@ -4,13 +4,16 @@ provider, so a run on them goes through the same gateway, hooks and persistence.
 - ``TestModel`` (``test``): deterministic. Offered tools and no tool result yet since the last
   user message → it calls every tool once, arguments generated from the tool's JSON Schema
   (``example_arguments``). After it sees the results it answers with a summary of each result
-  and its status. Without tools it answers with a one-line echo.
+  and its status. Without tools it answers with a one-line echo. Asked for a schema
+  (``output_format``), its answer is ``example_arguments`` of the schema as JSON; asked for
+  ``json_object``, ``{"answer": <the text>}``.
 - ``ScriptModel`` (``script``): replays turns from a YAML script (format in docs/models.md). The
   turn is chosen by the number of assistant messages already in the request, so a retried or
   recovered call replays the same turn; ``expect`` checks the last message first. Running out of
   turns or a failed expectation raises ``ScriptError`` before any event is yielded.
 
-Both implement ``stream_once(request, attempt)`` and ``discover(connection)``.
+Both implement ``stream_once(request, attempt)`` and ``discover(connection)``, and take
+requests for both structured output formats (``output_formats``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agentloom.errors import AgentLoomError, ConfigError, ErrorCategory
 from agentloom.models.types import (
+    STRUCTURED_FORMATS,
     Finish,
     Message,
     ModelDescriptor,
@@ -37,11 +41,13 @@ from agentloom.models.types import (
     ProviderEvent,
     ReasoningDelta,
     Role,
+    StructuredFormat,
     TextDelta,
     ToolCall,
     ToolCallDelta,
     Usage,
     UsageEvent,
+    named_schema,
 )
 from agentloom.results import SIDE_EFFECTS_NOT_ROLLED_BACK
 
@@ -156,6 +162,7 @@ class TestModel:
     """The deterministic offline model ``test``: same request, same events, every time."""
 
     __test__ = False  # not a pytest test class
+    output_formats: frozenset[StructuredFormat] = STRUCTURED_FORMATS
 
     def __init__(self, *, model: str = "test", reasoning: bool = False, chunk_size: int = 16) -> None:
         if chunk_size < 1:
@@ -190,6 +197,8 @@ class TestModel:
         else:
             prompt = messages[last_user].content if last_user >= 0 else ""
             text = f"test model: no tools to call; last user message: {_excerpt(prompt)!r}"
+        if not calls:
+            text = _formatted(text, request.output_format)
         return ModelResponse(
             text=text,
             reasoning=reasoning,
@@ -209,6 +218,16 @@ class TestModel:
 
     async def aclose(self) -> None:
         """Nothing to release: no connection was ever opened."""
+
+
+def _formatted(text: str, fmt: Any) -> str:
+    """A final answer in the requested output format: a schema's example, or JSON mode's object."""
+    if isinstance(fmt, Mapping):
+        named = named_schema(fmt)
+        return json.dumps(example_arguments(named["schema"] if named else fmt), sort_keys=True)
+    if fmt == "json_object":
+        return json.dumps({"answer": text})
+    return text
 
 
 def _summary(messages: Sequence[Message], results: Sequence[Message]) -> str:
@@ -510,7 +529,10 @@ class _Checked:
 
 
 class ScriptModel:
-    """The offline model ``script``: replays ``script.turns`` in order."""
+    """The offline model ``script``: replays ``script.turns`` in order (whatever format a
+    request asks for: the script says what the answer is)."""
+
+    output_formats: frozenset[StructuredFormat] = STRUCTURED_FORMATS
 
     def __init__(self, script: Script, *, source: str = "<script>", chunk_size: int = 16) -> None:
         if chunk_size < 1:

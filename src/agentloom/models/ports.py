@@ -21,7 +21,14 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol, TypeAlias
 
 from agentloom.errors import ErrorCategory
-from agentloom.models.types import ModelDescriptor, ModelRequest, ProviderEvent, Usage
+from agentloom.models.types import (
+    STRUCTURED_FORMATS,
+    ModelDescriptor,
+    ModelRequest,
+    ProviderEvent,
+    StructuredFormat,
+    Usage,
+)
 from agentloom.pipeline.cancel import CancelToken
 from agentloom.pipeline.ports import AttemptContext
 
@@ -77,9 +84,14 @@ class Connection:
     OpenAI fields), ``finish_mapper`` (a raw finish reason → the common vocabulary
     ``stop | length | tool_calls | content_filter | error``; ``error`` fails the Attempt)
     and ``status_category`` (an HTTP status → an error category overriding the default
-    table in ``models.errors``, ``None`` to keep it). ``connect_timeout_s`` bounds the
+    table in ``models.errors``, ``None`` to keep it). ``output_formats`` are the structured
+    output formats requests may ask for (a preset's ``json_schema`` / ``json_object``
+    capabilities; the protocol defaults send both). ``connect_timeout_s`` bounds the
     connect only (reads are bounded by the Attempt's clocks); ``name`` labels the provider
-    in error messages. The API key never appears in ``repr``.
+    in error messages. ``config_name`` (the config's name for this connection) and
+    ``api_key_env`` (the variable the key was read from) let a failure point back to the
+    config: a refused connection names both and the base URL, a 401 / 403 the variable.
+    The API key never appears in ``repr``.
     """
 
     base_url: str
@@ -98,14 +110,22 @@ class Connection:
     usage_mapper: Callable[[Mapping[str, Any]], Usage] | None = None
     finish_mapper: Callable[[str | None], str | None] | None = None
     status_category: Callable[[int], ErrorCategory | None] | None = None
+    output_formats: frozenset[StructuredFormat] = STRUCTURED_FORMATS
     connect_timeout_s: float = 10.0
     name: str | None = None
+    config_name: str | None = None
+    api_key_env: str | None = None
 
     def __post_init__(self) -> None:
         if self.protocol not in ("chat", "responses"):
             raise ValueError(f"connection protocol must be 'chat' or 'responses', not {self.protocol!r}")
         if self.max_tokens_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(f"unknown max_tokens_param {self.max_tokens_param!r}")
+        unknown = set(self.output_formats) - STRUCTURED_FORMATS
+        if unknown:
+            raise ValueError(f"unknown output formats {sorted(unknown)}; known: "
+                             f"{sorted(STRUCTURED_FORMATS)}")
+        object.__setattr__(self, "output_formats", frozenset(self.output_formats))
         object.__setattr__(self, "extra_body", _frozen(self.extra_body))
         object.__setattr__(self, "extra_headers", _frozen(self.extra_headers))
         if self.stream_options is not None:

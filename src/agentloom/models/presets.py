@@ -37,7 +37,14 @@ from agentloom.catalog.spec import freeze_json
 from agentloom.errors import CatalogError, ConfigError, ErrorCategory
 from agentloom.models.history import to_chat_messages, to_responses_input
 from agentloom.models.reasoning import extractor_for
-from agentloom.models.types import ModelRequest, ThinkParams, ToolDef, Usage
+from agentloom.models.types import (
+    STRUCTURED_FORMATS,
+    ModelRequest,
+    ThinkParams,
+    ToolDef,
+    Usage,
+    named_schema,
+)
 
 __all__ = [
     "CAPABILITIES",
@@ -356,7 +363,8 @@ class Preset:
     def connection_kwargs(self, model: str) -> dict[str, Any]:
         """Keyword arguments for ``models.ports.Connection`` that make it speak this preset for
         ``model``: protocol, body builder, per-Attempt reasoning extractor, usage / finish /
-        status mappers and ``stream_options``. The caller adds ``base_url``, ``api_key`` (from
+        status mappers, ``stream_options`` and the structured output formats it can send
+        (``output_formats``). The caller adds ``base_url``, ``api_key`` (from
         ``endpoint(variant)``) and ``model``."""
         preset = self.for_model(model)
         kwargs: dict[str, Any] = {
@@ -370,6 +378,7 @@ class Preset:
             "stream_options": {"include_usage": True}
             if preset.request.stream_usage == "include_usage"
             else None,
+            "output_formats": preset.capabilities & STRUCTURED_FORMATS,
         }
         if preset.request.max_tokens_param in ("max_tokens", "max_completion_tokens"):
             kwargs["max_tokens_param"] = preset.request.max_tokens_param
@@ -440,13 +449,7 @@ def _plain(value: Any) -> Any:
 
 def _output_format(body: dict[str, Any], protocol: Protocol, fmt: Any) -> None:
     if isinstance(fmt, Mapping):
-        wrapped = isinstance(fmt.get("schema"), Mapping) and isinstance(fmt.get("name"), str)
-        spec: dict[str, Any] = {
-            "name": fmt["name"] if wrapped else "output",
-            "schema": _plain(fmt["schema"] if wrapped else fmt),
-        }
-        if wrapped and fmt.get("strict") is not None:
-            spec["strict"] = bool(fmt["strict"])
+        spec = _plain(named_schema(fmt) or {"name": "output", "schema": fmt})
         if protocol == "responses":
             body["text"] = {"format": {"type": "json_schema", **spec}}
         else:

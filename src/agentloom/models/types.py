@@ -10,17 +10,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from agentloom.errors import OperationError
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCall:
-    """One complete tool call of a response: ``arguments`` is the raw JSON text as received."""
+    """One complete tool call of a response: ``arguments`` is the raw JSON text as received.
+
+    ``problem`` is why the call cannot run although the response is valid — it names a tool
+    that was not offered, or its arguments are not a JSON object (``models.calls``): set by
+    the gateway on a delivered response, recorded as the call's failure and told to the
+    model. It is not part of any wire form (it is derived again from the stored response).
+    """
 
     id: str
     name: str
     arguments: str
     index: int = 0
+    problem: OperationError | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,6 +62,23 @@ class ThinkParams:
 
 
 OutputFormat: TypeAlias = Literal["text", "json_object"] | Mapping[str, Any]
+"""``text``, JSON mode (``json_object``), or a schema: a bare JSON Schema or the named form
+``{"name": str, "schema": {...}, "strict": bool}`` (``strict`` optional)."""
+
+StructuredFormat: TypeAlias = Literal["json_schema", "json_object"]
+"""A structured output format a model may be asked for (a preset capability of that name)."""
+STRUCTURED_FORMATS: frozenset[StructuredFormat] = frozenset({"json_schema", "json_object"})
+
+
+def named_schema(fmt: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``{"name", "schema", "strict"?}`` taken from ``fmt`` when it is the named form of a
+    schema output format, else ``None`` (a bare JSON Schema, or a provider's own form)."""
+    if not (isinstance(fmt.get("name"), str) and isinstance(fmt.get("schema"), Mapping)):
+        return None
+    spec: dict[str, Any] = {"name": fmt["name"], "schema": fmt["schema"]}
+    if fmt.get("strict") is not None:
+        spec["strict"] = bool(fmt["strict"])
+    return spec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,6 +24,7 @@ from agentloom.hooks.shapes import check_payload, check_result
 from agentloom.hooks.spec import FAILURE_STATUSES, HookSpec
 from agentloom.pipeline import crashpoints
 from agentloom.pipeline.context import Request
+from agentloom.pipeline.ports import Observer
 from agentloom.pipeline.records import OperationState, hook_row
 from agentloom.results import OperationResult, ToolResult
 from agentloom.store.ports import Op, Store
@@ -39,6 +40,24 @@ class HookChain:
     registry: CapabilityRegistry
     hooks: HookManager
     context: ContextManager
+    observer: Observer | None
+
+    def _warn(self, state: OperationState, timing: str, record: dict[str, Any]) -> None:
+        """Announce a hook that failed, could not decide or had its patch dropped
+        (``hook.warning``: the CLI prints one line for it while the run goes on)."""
+        status = str(record.get("status"))
+        dropped = record.get("patch_error")
+        if self.observer is None or (status not in FAILURE_STATUSES and not dropped):
+            return
+        if dropped:
+            code, message = dropped["code"], dropped["message"]
+        else:
+            code, message = f"HOOK_{status.upper()}", str(record.get("diagnostic") or status)
+        self.observer("hook.warning", {
+            "run_id": state.run_id, "operation_id": state.operation_id,
+            "capability": state.capability_key, "hook_id": record.get("hook_id"),
+            "timing": timing, "status": status, "code": code, "message": message,
+            "denied": record.get("on_failure") == "deny"})
 
     async def _commit(self, request: Request, ops: list[Op]) -> None:
         raise NotImplementedError
@@ -58,6 +77,8 @@ class HookChain:
         record["decision"] = "deny"
         record["on_failure"] = "deny"
         record["reason"] = f"hook {hook.hook_id} could not decide: {why} (on_failure: deny)"
+        if record["status"] in FAILURE_STATUSES:
+            self._warn(state, timing, record)
         return await self._deny(state, request, hook, position, timing, record,
                                 status=str(record["status"]))
 
@@ -91,6 +112,8 @@ class HookChain:
             if run.status in FAILURE_STATUSES and hook.on_failure == "deny":
                 return await self._deny_on_failure(state, request, hook, position, timing,
                                                    record, run.diagnostic or run.status)
+            if run.status in FAILURE_STATUSES:
+                self._warn(state, timing, record)
             changes = ChangeSet((), ())
             context_ops: list[Op] = []
             parsed = run.decision
@@ -111,11 +134,14 @@ class HookChain:
                     record["patch_error"] = {"code": patch_error.code,
                                              "message": patch_error.message}
                     if parsed.decision != "deny" and hook.on_failure == "deny":
+                        self._warn(state, timing, record)
                         return await self._deny_on_failure(
                             state, request, hook, position, timing, record,
                             f"its patch was dropped ({patch_error.code}: {patch_error.message})")
                 record["change_hash"] = None if changes.empty else changes.digest()
                 record["changes"] = changes.to_dict() if not changes.empty else None
+                if patch_error is not None:
+                    self._warn(state, timing, record)
                 if parsed.decision == "deny":
                     return await self._deny(state, request, hook, position, timing, record)
             snapshot = (state.payload, state.payload_version, state.call_revision, state.result)
@@ -278,6 +304,7 @@ class HookChain:
         if position + 1 < len(chain):
             ops.append(self._hook_started(state, timing, position + 1, chain[position + 1]))
         await self._commit(request, [state.row(), *ops])
+        self._warn(state, timing, record)
         return position + 1
 
     def _hook_started(self, state: OperationState, timing: str, position: int, hook: HookSpec) -> Op:

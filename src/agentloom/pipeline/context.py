@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentloom.catalog import ResolvedCatalog
+from agentloom.errors import OperationError
 from agentloom.pipeline.cancel import CancelToken
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.refs import OwnerRef
@@ -60,3 +61,6 @@ class Request:
     # The caller will ``flush`` its invocation: a re-runnable call that ends up in one commit
     # may ride on the invocation's next commit instead (see InvocationPipeline._finish).
     defer_commit: bool = False
+    # The call cannot run (a model named a tool it was not offered, or sent arguments that
+    # are not a JSON object): it is recorded ``failed`` with this error and no Attempt.
+    refusal: OperationError | None = None

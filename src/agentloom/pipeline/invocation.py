@@ -2,6 +2,7 @@
 
 ::
 
+    unknown name / stale catalog / refused by its sender ─► failed (no hook, no Attempt)
     intent saved ─► before-hooks (each decision + change set + cursor committed)
        │ deny ─────────────────────────────► denied_before_execution (no Attempt)
        ▼
@@ -25,10 +26,11 @@ and whose result nothing durable depends on yet, so it is issued again on resume
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from agentloom.catalog import CapabilityRegistry, CapabilitySpec
+from agentloom.context.blobs import BlobText
 from agentloom.context.manager import ContextManager, call_record_id
 from agentloom.errors import CatalogError, FencedOut, OperationError, RevisionConflict, StoreError
 from agentloom.hooks.manager import HookManager
@@ -38,7 +40,7 @@ from agentloom.pipeline.attempt import run_attempt, sleep_unless_cancelled
 from agentloom.pipeline.chain import HookChain
 from agentloom.pipeline.context import InvocationContext, Request
 from agentloom.pipeline.coordinator import CommitCoordinator
-from agentloom.pipeline.ports import CapabilityHandler
+from agentloom.pipeline.ports import CapabilityHandler, Observer
 from agentloom.pipeline.records import (
     OperationState,
     arguments_delta,
@@ -46,6 +48,7 @@ from agentloom.pipeline.records import (
     hook_row,
     remember_arguments,
 )
+from agentloom.pipeline.stored import blobs_to_write, committed
 from agentloom.results import (
     SIDE_EFFECTS_NOT_ROLLED_BACK,
     OperationResult,
@@ -53,9 +56,6 @@ from agentloom.results import (
     ToolResult,
 )
 from agentloom.store.ports import Fence, Op, Store, WriteSet
-
-Observer = Callable[[str, dict[str, Any]], None]
-
 
 BASES_LIMIT = 10_000  # (run, capability, role) bases kept for delta-encoded arguments
 KNOWN_LIMIT = 10_000  # runs whose committed logical keys are indexed (see _find)
@@ -110,10 +110,14 @@ class InvocationPipeline(HookChain):
             existing = self._find(request)
             if existing is not None:
                 return await self.resume(existing, request, handler)
+        if request.refusal is not None:
+            known = ctx.catalog.specs.get(request.model_name)
+            return await self._refuse(request, request.refusal, known.capability_key
+                                      if known is not None else request.model_name)
         try:
             spec = self.registry.resolve(ctx.catalog, request.model_name)
         except CatalogError as exc:
-            return await self._refuse_unresolved(request, exc)
+            return await self._refuse(request, exc.error, request.model_name)
         state = self._new_state(request, spec)
         before = self.hooks.chain(
             "before", request.event_type, capability=spec.capability_key,
@@ -465,13 +469,19 @@ class InvocationPipeline(HookChain):
                           "reason": reason}
         envelope = state.envelope_result(live_result=result)
         delivered = result if outcome == "succeeded" else None
-        context_ops = self.context.result_ops(
+        stored = self.context.result_ops(
             scope_id=ctx.context_scope, run_id=state.run_id, role=ctx.role,
             operation_id=state.operation_id, capability=state.capability_key,
             outcome=outcome, result=delivered,
             summary="" if delivered is not None else envelope.describe(),
+            stored=None if delivered is None
+            else state.stored_effective(self.context.preview_limit),
+            text=None if delivered is None else state.text_of(delivered),
         )
-        ops = [*pending, state.row(), *context_ops]
+        if stored.result_ref is not None:  # the transcript may name it: it reads
+            state.envelope["result_ref"] = stored.result_ref
+            envelope = replace(envelope, result_ref=stored.result_ref)
+        ops = [*pending, state.row(), *stored.ops]
         if (request.defer_commit and state.unsaved and outcome == "succeeded"
                 and ctx.invocation_id is not None):
             # The whole call is in ``ops`` and nothing durable depends on it yet: carry it
@@ -504,11 +514,15 @@ class InvocationPipeline(HookChain):
                                      {"raw": state.raw}, finished=True)]
         return await self._finish(state, request, "unknown", lost, error=error, pending=ops)
 
-    async def _refuse_unresolved(self, request: Request, exc: CatalogError) -> OperationResult:
+    async def _refuse(self, request: Request, error: OperationError,
+                      capability_key: str) -> OperationResult:
+        """Record a call that cannot even be resolved — an unknown name, a stale catalog, a
+        refusal its sender made (``Request.refusal``) — as ``failed`` with ``error``: no
+        hook runs, no Attempt is made; a replay returns the stored envelope."""
         ctx = request.context
         state = OperationState(
             operation_id=request.operation_id, run_id=ctx.run_id,
-            logical_key=request.logical_key, capability_key=request.model_name,
+            logical_key=request.logical_key, capability_key=capability_key,
             event_type=request.event_type,
             request={"model_name": request.model_name, "role": ctx.role,
                      "proposed_arguments": dict(request.arguments),
@@ -516,7 +530,7 @@ class InvocationPipeline(HookChain):
                      "call_id": request.call_id},
             payload=dict(request.arguments),
         )
-        return await self._finish(state, request, "failed", None, error=exc.error, pending=[])
+        return await self._finish(state, request, "failed", None, error=error, pending=[])
 
     # -- plumbing ----------------------------------------------------------------------------
     def _remember(self, state: OperationState, ctx: InvocationContext) -> None:
@@ -542,21 +556,41 @@ class InvocationPipeline(HookChain):
             state.unsaved, state.deferred = False, []
 
     async def _write(self, ctx: InvocationContext, ops: list[Op]) -> None:
-        """Commit ``ops`` (after the calls carried for ``ctx``'s invocation) as one write set."""
+        """Commit ``ops`` (after the calls carried for ``ctx``'s invocation) as one write set,
+        with the blobs their results name (``pipeline.stored``)."""
         carried = self._take_carried(ctx)
         if carried:
             ops = [*carried, *ops]
+        fence = Fence(ctx.run_id, ctx.lease_epoch)
+        blobs, named = blobs_to_write(ops, self.context.preview_limit)
         try:
-            await self.coordinator.commit(WriteSet(tuple(ops), Fence(ctx.run_id, ctx.lease_epoch)),
-                                          inline=self._active <= 1)
+            if blobs:
+                ops = [*await self._blob_rows(blobs, fence), *ops]
+            await self.coordinator.commit(WriteSet(tuple(ops), fence), inline=self._active <= 1)
         except _COMMIT_REFUSED:
             if carried:  # rolled back with the rest: they wait for the next commit
                 self._carry(ctx, carried, first=True)
             raise
+        committed(named)
         known = self._known.get(ctx.run_id)
         if known is not None and known[0] == ctx.lease_epoch:
             known[1].update(op.row["logical_key"] for op in ops if op.table == "operations"
                             and "logical_key" in op.row)
+
+    async def _blob_rows(self, blobs: list[BlobText], fence: Fence) -> list[Op]:
+        """The ``blobs`` rows to commit with the rows naming them. A chunked blob's chunks are
+        committed first, a few per write set, unless it is stored already: a large result
+        is never held as bytes, or quoted into one query, all at once."""
+        rows: list[Op] = []
+        for blob in blobs:
+            if blob.chunked:
+                if self.store.get("blobs", {"digest": blob.digest}) is not None:
+                    continue  # content-addressed: the same text, with all its chunks
+                for group in blob.chunk_groups():
+                    await self.coordinator.commit(WriteSet(tuple(group), fence),
+                                                  inline=self._active <= 1)
+            rows.append(blob.row())
+        return rows
 
     def _carry(self, ctx: InvocationContext, ops: list[Op], *, first: bool = False) -> None:
         assert ctx.invocation_id is not None

@@ -8,7 +8,7 @@ pipeline for its own request and never retries by itself.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -58,3 +58,8 @@ class CapabilityHandler(Protocol):
 
     async def invoke_once(self, request: CapabilityRequest, context: AttemptContext) -> ToolResult:
         ...
+
+
+Observer = Callable[[str, dict[str, Any]], None]
+"""Told of what the pipeline does (``operation.started``, ``operation.completed``,
+``hook.warning``) with a JSON-able payload; it can change nothing."""

@@ -11,6 +11,7 @@ that is the pipeline's job.
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import time
 import typing
@@ -134,6 +135,7 @@ class Tool(ABC, Generic[InputT]):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        _check_execute(cls)  # a sync execute is refused here, at the class statement
         if "input_type" not in cls.__dict__:
             inferred = _input_type_from_bases(cls)
             if inferred is not None:
@@ -162,6 +164,7 @@ class Tool(ABC, Generic[InputT]):
     @classmethod
     def describe(cls) -> ToolDescription:
         """Name, description and input schema, for publication in a catalog."""
+        _check_definition(cls)
         return ToolDescription(
             name=cls.name, description=cls.description, input_schema=cls.input_schema()
         )
@@ -279,6 +282,20 @@ def _check_definition(cls: type[Tool[Any]]) -> None:
     if not (isinstance(input_type, type) and issubclass(input_type, StrictInput)):
         raise CatalogError(
             f"{where} ({name!r}) needs `input_type = <a StrictInput subclass>`, got {input_type!r}"
+        )
+    _check_execute(cls)
+
+
+def _check_execute(cls: type) -> None:
+    """``execute`` must be ``async def`` (or wrap one): a plain function would only fail
+    when a model first calls the tool."""
+    execute = getattr(cls, "execute", None)
+    if execute is None or getattr(execute, "__isabstractmethod__", False):
+        return
+    if not (inspect.iscoroutinefunction(execute) or inspect.iscoroutinefunction(inspect.unwrap(execute))):
+        raise CatalogError(
+            f"tool class {cls.__qualname__}: execute must be a coroutine function "
+            "(`async def execute(self, args, ctx)`), not a plain function"
         )
 
 

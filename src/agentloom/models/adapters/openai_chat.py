@@ -37,6 +37,7 @@ from agentloom.models.types import (
     ToolDef,
     Usage,
     UsageEvent,
+    named_schema,
 )
 
 ReasoningEcho = Literal["none", "reasoning_content", "reasoning_details", "think_tags"]
@@ -96,7 +97,7 @@ class OpenAIAdapterBase:
     def _failure(self, exc: BaseException, *, sent: bool) -> ModelAttemptError:
         return classify_exception(
             exc, sent=sent, provider=self._provider, secrets=(self._connection.api_key,),
-            status_category=self._connection.status_category,
+            status_category=self._connection.status_category, connection=self._connection,
         )
 
     async def discover(self, connection: Connection | None = None) -> list[ModelDescriptor]:
@@ -175,6 +176,9 @@ def chat_response_format(output_format: Any) -> dict[str, Any] | None:
     schema = plain(output_format)
     if schema.get("type") in ("json_schema", "json_object", "text") and "schema" not in schema:
         return cast(dict[str, Any], schema)
+    named = named_schema(schema)  # {name, schema, strict?}
+    if named is not None:
+        return {"type": "json_schema", "json_schema": named}
     name = str(schema.get("title") or "output")
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 

@@ -31,6 +31,7 @@ from agentloom.models.types import (
     ToolCallDelta,
     Usage,
     UsageEvent,
+    named_schema,
 )
 
 _INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
@@ -82,6 +83,8 @@ def build_responses_body(request: ModelRequest, connection: Connection) -> dict[
         schema = plain(fmt)
         if schema.get("type") in ("json_schema", "json_object", "text") and "schema" not in schema:
             body["text"] = {"format": schema}
+        elif (named := named_schema(schema)) is not None:  # {name, schema, strict?}
+            body["text"] = {"format": {"type": "json_schema", **named}}
         else:
             body["text"] = {"format": {"type": "json_schema", "name": str(schema.get("title") or "output"),
                                        "schema": schema}}

@@ -20,7 +20,7 @@ from typing import Any
 from agentloom.catalog import CapabilitySpec, legal_model_name
 from agentloom.errors import AgentLoomError, OperationError
 from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
-from agentloom.results import ArtifactRef, JsonBlock, ToolResult
+from agentloom.results import ArtifactRef, JsonBlock, ToolResult, result_ref
 from agentloom.sandbox import (
     BusinessOwner,
     CapturedStream,
@@ -85,7 +85,7 @@ class ExecHandler:
             folder = self.resolver.scopes.ensure_folder(scope)
             handle = await gateway.ensure(
                 SandboxScope(workspace_scope_id=scope.workspace_scope_id, run_id=context.run_id,
-                             work_dir=folder),
+                             work_dir=folder, foreign=scope.bound_path is not None),
                 None, context.lease_epoch or 0)
             execution = await gateway.execute(
                 handle, command, BusinessOwner(operation_id=context.operation_id,
@@ -103,7 +103,8 @@ class ExecHandler:
                                                   file_root_id=scope.file_root_id)
                 artifacts.append(ArtifactRef(ref=BLOB_REF_PREFIX + location, name=name,
                                              size=size, media_type="text/plain"))
-                refs[name] = stored_result_ref(context.operation_id, name)
+                # the ref ``ContextManager.result_ops`` registers for the artifact ``name``
+                refs[name] = result_ref(context.operation_id, name)
         if result.timed_out or result.killed_by_revoke or result.terminated:
             why = ("timed out" if result.timed_out else "was stopped")
             # Only a delivered (succeeded) result's artifacts get a result_ref: name none.
@@ -117,16 +118,6 @@ class ExecHandler:
                     "it may have changed files before that", external_outcome="unknown"),
             )
         return ToolResult.success(JsonBlock(_summary(result, refs)), artifacts=artifacts)
-
-
-def stored_result_ref(operation_id: str, stream: str) -> str:
-    """The ``result_ref`` under which a delivered result's stored ``stream`` is read.
-
-    It is the one ``ContextManager.result_ops`` registers for an artifact named ``stream``
-    (``result_ref_for(operation_id) + ":" + name``); the tools layer may not import the
-    context package, and tests/environment/test_result_ref.py holds the two together.
-    """
-    return f"res:{operation_id}:{stream}"
 
 
 def _preview(stream: CapturedStream, ref: str | None) -> str:

@@ -31,11 +31,14 @@ def _obj(required: list[str], **props: Any) -> dict[str, Any]:
 SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
     "fs.read": ("Read a UTF-8 text file (offset/limit in characters). Returns content, etag, "
                 "next_offset.", _obj(["path"], path=_S, offset=_I, limit={**_I, "minimum": 1})),
-    "fs.write": ("Write a file. mode create_only (default) needs the file absent; replace needs "
-                 "if_match = the etag you read.",
+    "fs.write": ("Write a file. mode create_only (default) needs the file absent and creates "
+                 "missing parent folders unless parents is false; replace needs if_match = the "
+                 "etag you read.",
                  _obj(["path", "content"], path=_S, content=_S,
                       mode={"type": "string", "enum": ["create_only", "replace"]},
-                      if_match=_ETAG)),
+                      if_match=_ETAG,
+                      parents={"type": "boolean",
+                               "description": "create missing parent folders (default true)"})),
     "fs.edit": ("Replace old_text with new_text exactly expected_matches times (default 1).",
                 _obj(["path", "old_text", "new_text"], path=_S, old_text=_S, new_text=_S,
                      expected_matches={**_I, "minimum": 1}, if_match=_ETAG)),
@@ -61,7 +64,8 @@ _OPS: dict[str, Op] = {
     "fs.read": lambda s, h, a: s.read(h, a["path"], a.get("offset", 0), a.get("limit")),
     "fs.write": lambda s, h, a: s.write(h, a["path"], a["content"],
                                         mode=a.get("mode", "create_only"),
-                                        if_match=a.get("if_match")),
+                                        if_match=a.get("if_match"),
+                                        parents=a.get("parents", True)),
     "fs.edit": lambda s, h, a: s.edit(h, a["path"], a["old_text"], a["new_text"],
                                       expected_matches=a.get("expected_matches", 1),
                                       if_match=a.get("if_match")),
