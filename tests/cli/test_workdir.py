@@ -119,7 +119,7 @@ def test_12_2_workdir_reads_and_edits_a_git_checkout_in_place_and_nothing_outsid
         _calls(("r1", "fs_read", {"path": "README.md"}),
                ("r2", "fs_read", {"path": "../outside/secret.txt"}),
                ("x1", "exec", {"argv": ["cat", str(secret)]}),
-               ("x2", "exec", {"argv": ["ls", "-a", "/work"]})),
+               ("x2", "exec", {"argv": ["ls", "-a"]})),  # in /work, its cwd
         _calls(("e1", "fs_edit", {"path": "README.md", "old_text": "old line",
                                   "new_text": "new line"})),
         chat_turn("edited"))
