@@ -26,6 +26,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "folders": {"*"},
     "results": {"bus", "pipeline", "hooks", "context", "store", "tools", "catalog", "kernel"},
     "refs": {"*"},
+    "canonical": {"*"},
+    "yamlfile": {"*"},
     "workspace": {"bus", "pipeline", "kernel", "agent", "hooks", "context", "tools", "sandbox"},
     "models": {"bus", "pipeline", "kernel", "agent", "hooks", "context", "tools", "workspace",
                "sandbox", "store"},

@@ -44,6 +44,13 @@ BUILTIN_TOOLS = (*SCHEMAS, "exec")
 
 
 class RunEnvironment:
+    """The execution environment the ``Kernel`` gives its runs: workspace scopes and folders,
+    the file tools, ``exec`` through the sandbox gateway, the blob store and run-end cleanup.
+
+    Owns: opening a run's workspace, publishing the built-in tools, creating the sandbox gateway
+    on first ``exec``, ending a run's folders. Does not own: the pipeline, hooks or the run's
+    lifecycle (the kernel and the agent layer call it)."""
+
     def __init__(
         self,
         store: Store,

@@ -2,16 +2,37 @@
 
 ``OperationError`` is a *value*: it travels inside results, is stored with the
 operation and may be shown to the model (its message never holds a secret).
-The exceptions below are raised to the *caller* of the runtime::
+The exceptions are raised to the *caller* of the runtime. Every public exception in
+``agentloom`` sits under one root (pinned by ``tests/test_errors_tree.py``); each carries an
+``OperationError`` and so a stable ``code`` (default in brackets)::
 
-    AgentLoomError                 root; carries an OperationError
-    ├── ConfigError                a bad configuration, found at load / compile time
-    ├── CatalogError               a capability catalog that does not compile
-    ├── RegistrationError          a second owner for one event type, a bad handler
-    ├── RoutingError               no owner for a request
-    └── StoreError                 a required commit did not happen (never fail-open)
-        ├── FencedOut              the run's lease epoch moved on: a stale writer
-        └── RevisionConflict       compare-and-set on a revision lost
+    AgentLoomError                   root; carries an OperationError        [AGENTLOOM_ERROR]
+    ├── ConfigError                  a bad configuration, at load / compile  [CONFIG_INVALID]
+    ├── CatalogError                 a capability catalog that does not compile
+    ├── RegistrationError            a second owner for one event type, a bad handler
+    ├── RoutingError                 no owner for a request — raised by nothing today: the
+    │                                bus answers NO_OWNER as a result; kept while exported
+    ├── StoreError                   a required commit did not happen (never fail-open)
+    │   ├── FencedOut                the run's lease epoch moved on: a stale writer
+    │   └── RevisionConflict         compare-and-set on a revision lost
+    ├── bus.BatchError               request_many: a member hit a runtime failure [BATCH_FAILED]
+    ├── hooks.patch.PatchInvalid     a hook's patch that cannot be accepted  [HOOK_PATCH_*]
+    ├── hooks.decision.InvalidDecision  a hook returned no valid decision [HOOK_DECISION_INVALID]
+    ├── hooks.threads.HookThreadsExhausted  too many abandoned sync hooks still running
+    ├── agent.RunError               start / resume / stop a run             [RUN_ERROR, …]
+    ├── agent.sessions.SessionError  a session used from another scope
+    ├── models.errors.ModelAttemptError  one model attempt failed (classified)
+    ├── models.gateway.ModelCallFailed   the model call failed after its retries
+    ├── models.offline.ScriptError   the scripted test model ran out / was misused
+    ├── sandbox.SandboxError         a command could not be confined or run (codes in
+    │                                sandbox/errors.py)
+    ├── workspace.WorkspaceError     every file-tool failure (codes in workspace/_errors.py)
+    ├── workspace.scope.WorkspaceScopeError  a scope that cannot be resolved
+    ├── cli.jsonl.JsonlCorrupt       (also a ValueError) a damaged JSONL file [JSONL_CORRUPT]
+    └── cli.errors.CliFailure        the CLI's own failure, exit 1           [CLI_FAILED]
+        └── UsageFailure             the command cannot use its input, exit 2 [USAGE_ERROR]
+
+Control-flow signals (``asyncio.CancelledError``) are not errors and are not under the root.
 """
 
 from __future__ import annotations
@@ -146,35 +167,56 @@ class AgentLoomError(Exception):
 
 
 class ConfigError(AgentLoomError):
+    """A configuration that cannot be used, found at load or compile time — never mid-run.
+    The message names the key and says how to fix it."""
+
     default_code = "CONFIG_INVALID"
     default_category: ErrorCategory = "validation"
 
 
 class CatalogError(AgentLoomError):
+    """A capability catalog that does not compile: a bad schema, a duplicate key, a remote
+    ``$ref`` (000 §2.1)."""
+
     default_code = "CATALOG_INVALID"
     default_category: ErrorCategory = "validation"
 
 
 class RegistrationError(AgentLoomError):
+    """A second owner for one event type, or a handler that cannot be registered on the
+    bus; raised at wiring time, never for a request."""
+
     default_code = "REGISTRATION_CONFLICT"
     default_category: ErrorCategory = "conflict"
 
 
 class RoutingError(AgentLoomError):
+    """No owner for a request. Raised by nothing today: the bus answers ``NO_OWNER`` as an
+    operation result instead of raising (000 §3.2); kept because ``agentloom`` exports it."""
+
     default_code = "NO_OWNER"
     default_category: ErrorCategory = "not_found"
 
 
 class StoreError(AgentLoomError):
+    """A commit the runtime needs did not happen. Never fail-open: the operation stops here
+    rather than run on unrecorded (DESIGN §3)."""
+
     default_code = "STORE_FAILED"
     default_category: ErrorCategory = "unknown"
 
 
 class FencedOut(StoreError):
+    """The run's lease epoch moved on: this writer is stale and another worker owns the run.
+    Nothing it commits lands (DESIGN §4)."""
+
     default_code = "LEASE_FENCED"
     default_category: ErrorCategory = "conflict"
 
 
 class RevisionConflict(StoreError):
+    """A compare-and-set on a revision (``base_revision``) lost to a concurrent writer;
+    re-read and try again."""
+
     default_code = "REVISION_CONFLICT"
     default_category: ErrorCategory = "conflict"

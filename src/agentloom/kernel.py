@@ -68,12 +68,22 @@ DEFAULT_WORKSPACE_ROOT = ".agentloom/workspaces"
 
 @dataclass(frozen=True, slots=True)
 class RunLease:
+    """A claim on one run: the run id, the lease epoch every commit of the holder is fenced by,
+    and the run's workspace scope. A holder whose epoch moved on gets ``FencedOut``."""
+
     run_id: str
     lease_epoch: int
     workspace_scope_ref: str | None = None
 
 
 class Kernel:
+    """The composition root of the core: store → ``CommitCoordinator`` → ``InvocationPipeline``
+    → ``EventBus``, plus the tool and model managers, hooks and the ``RunEnvironment``.
+
+    Owns: wiring the one path every capability takes (000 §3), publishing capabilities, and the
+    run facts the pipeline fences its commits with (run row, ``RunLease``). Does not own: the
+    agent loop, sessions or run retries (``agent/``), nor any capability's behaviour."""
+
     def __init__(
         self,
         store: Store | str,

@@ -80,18 +80,25 @@ class ArtifactRef:
 
 @dataclass(frozen=True, slots=True)
 class TextBlock:
+    """A content block of plain text in a ``ToolResult``."""
+
     text: str
     type: Literal["text"] = "text"
 
 
 @dataclass(frozen=True, slots=True)
 class JsonBlock:
+    """A content block holding a JSON value in a ``ToolResult``."""
+
     data: Any
     type: Literal["json"] = "json"
 
 
 @dataclass(frozen=True, slots=True)
 class ArtifactBlock:
+    """A content block referring to an artifact (a file or blob) by ``ArtifactRef`` instead of
+    carrying its bytes."""
+
     artifact: ArtifactRef
     type: Literal["artifact_ref"] = "artifact_ref"
 

@@ -46,6 +46,13 @@ def delegate_spec(executor: str, description: str, release_id: str) -> Capabilit
 
 
 class DelegationHandler:
+    """The raw handler of one ``delegate_<executor>`` capability: runs the Executor's own loop
+    for the Planner's ``task`` and returns its final answer (or its failure) as the result.
+
+    Owns: turning one delegation request into one Executor run. Does not own: the Executor's
+    model calls, tools or hooks (each is its own operation on the bus). ``recoverable``: after a
+    crash the pipeline runs it again, which replays what the Executor committed."""
+
     recoverable = True
 
     def __init__(self, executor: str, run_executor: RunExecutor) -> None:

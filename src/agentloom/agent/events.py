@@ -28,6 +28,10 @@ SUMMARY_WINDOW = 16 * SUMMARY_LIMIT  # characters of a result looked at for its 
 
 @dataclass(frozen=True, slots=True)
 class RunEvent:
+    """One low-frequency run event (``run.started``, ``tool.call.completed``, …) as the run
+    handle and ``agentloom runs events`` show it: a type, the run, a time and a small ``data``
+    map — never a token delta or a message body (F14)."""
+
     type: str
     run_id: str
     at: float

@@ -85,6 +85,10 @@ class Invocation:
 
 @dataclass(frozen=True, slots=True)
 class LoopOutcome:
+    """How one invocation's React loop ended: its status, the final text (or ``parsed`` JSON for
+    an agent with an output schema), the error that ended it, the model turns it took and the
+    messages it saw. The runtime commits it; the loop does not."""
+
     status: Status
     output: str | None = None
     error: OperationError | None = None

@@ -72,6 +72,9 @@ WORKDIR_POLL_S = 0.5
 
 
 class RunError(AgentLoomError):
+    """Starting, resuming, stopping or reading a run failed: an unknown run, a run that is not
+    running, a changed release, a lost lease (``LEASE_LOST``). ``code`` names which."""
+
     default_code = "RUN_ERROR"
 
 

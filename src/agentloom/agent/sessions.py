@@ -21,11 +21,19 @@ __all__ = ["SessionError", "SessionView", "open_session", "turn_op"]
 
 
 class SessionError(AgentLoomError):
+    """A session used by an owner (actor + project) other than the one it belongs to
+    (``SESSION_SCOPE_MISMATCH``), or whose rows carry no owner (``SESSION_IDENTITY_UNKNOWN``);
+    raised before any of its turns is read."""
+
     default_code = "SESSION_SCOPE_MISMATCH"
 
 
 @dataclass(frozen=True, slots=True)
 class SessionView:
+    """A session as one run sees it: the turns it continues from (``seen``), their messages, and
+    the row to insert when the session is new. Fixed at the run's start so a resume sees the
+    same prefix."""
+
     session_id: str
     seen: int  # turns this run continues from
     history: tuple[Message, ...]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentloom.catalog import CapabilitySpec
-from agentloom.errors import OperationError, RegistrationError
+from agentloom.errors import AgentLoomError, ErrorCategory, OperationError, RegistrationError
 from agentloom.ids import new_id
 from agentloom.pipeline.context import InvocationContext, Request
 from agentloom.pipeline.invocation import InvocationPipeline
@@ -63,9 +63,12 @@ class RequestItem:
     refusal: OperationError | None = None
 
 
-class BatchError(Exception):
+class BatchError(AgentLoomError):
     """Raised by ``request_many`` after *every* member settled, when some member hit a
     runtime failure (e.g. a persistence error). ``results`` holds the others."""
+
+    default_code = "BATCH_FAILED"
+    default_category: ErrorCategory = "unknown"
 
     def __init__(self, results: list[OperationResult | None], errors: list[BaseException]):
         super().__init__(f"{len(errors)} batch member(s) failed in the runtime: {errors[0]}")
@@ -74,6 +77,13 @@ class BatchError(Exception):
 
 
 class EventBus:
+    """Routes each capability request to its one owner through the ``InvocationPipeline`` and
+    fans observations out to subscribers (000 §1, §3.2).
+
+    Owns: the owner per event type, the request's identity (operation id, causation, trusted
+    context), ``request_many``'s bounded concurrency and ordering, refusing recursion into the
+    same request. Does not own: the phases of a call (the pipeline), hooks, or storage."""
+
     def __init__(self, pipeline: InvocationPipeline) -> None:
         self.pipeline = pipeline
         self._owners: dict[str, RequestOwner] = {}

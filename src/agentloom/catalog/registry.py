@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from agentloom.canonical import canonical_json
 from agentloom.catalog.schema import ArgumentValidator, compile_schema
 from agentloom.catalog.spec import MODEL_NAME_PATTERN, CapabilitySpec, legal_model_name
 from agentloom.errors import CatalogError
@@ -308,7 +308,5 @@ def _digest(
         "specs": [compiled[key].to_json() for key in sorted(compiled)],
         "scopes": sorted([kind, key, list(keys)] for (kind, key), keys in scopes.items()),
     }
-    canonical = json.dumps(
-        content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # every value is a string, None or a freeze_json-checked schema: NaN cannot occur
+    return hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()

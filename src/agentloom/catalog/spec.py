@@ -10,13 +10,13 @@ mutable deep copy when one is needed.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, get_args
 
+from agentloom.canonical import canonical_json
 from agentloom.errors import CatalogError
 
 CapabilityKind = Literal["builtin", "hosted", "mcp", "script"]
@@ -31,10 +31,6 @@ _MAX_MODEL_NAME = 64
 
 def _read_only(self: object, *args: Any, **kwargs: Any) -> NoReturn:
     raise TypeError(f"{type(self).__name__} is read-only; use thaw_json() for a mutable copy")
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 class FrozenDict(dict[str, Any]):
@@ -57,7 +53,7 @@ class FrozenDict(dict[str, Any]):
     update = _read_only
 
     def __hash__(self) -> int:  # type: ignore[override]
-        return hash(_canonical(self))
+        return hash(canonical_json(self))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenDict, (dict(self),))
@@ -89,7 +85,7 @@ class FrozenList(list[Any]):
     reverse = _read_only
 
     def __hash__(self) -> int:  # type: ignore[override]
-        return hash(_canonical(self))
+        return hash(canonical_json(self))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenList, (list(self),))

@@ -45,16 +45,15 @@ USAGE_RUN_CODES = frozenset({"RUN_NOT_FOUND", "RUN_NOT_RUNNING", "RELEASE_CHANGE
 STORE_DRIVERS = frozenset({"sqlite3", "psycopg", "psycopg2", "psycopg_pool"})
 
 
-class CliFailure(Exception):
+class CliFailure(AgentLoomError):
     """A failure the CLI reports as ``error: CODE: message`` on stderr and an exit code."""
 
     exit_code = EXIT_FAILED
     default_code = "CLI_FAILED"
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, code=code)
         self.message = message
-        self.code = code or self.default_code
 
 
 class UsageFailure(CliFailure):

@@ -24,13 +24,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from agentloom.errors import AgentLoomError, ErrorCategory
+
 __all__ = ["AppendReport", "JsonlCorrupt", "append_jsonl", "read_jsonl"]
 
 Repair = Literal["none", "newline_added", "torn_tail_removed"]
 
 
-class JsonlCorrupt(ValueError):
-    """A line other than the last one is not JSON: the file was damaged by something else."""
+class JsonlCorrupt(AgentLoomError, ValueError):
+    """A line other than the last one is not JSON: the file was damaged by something else.
+
+    Still a ``ValueError`` for callers that catch one."""
+
+    default_code = "JSONL_CORRUPT"
+    default_category: ErrorCategory = "validation"
 
     def __init__(self, path: Path, line: int, offset: int, problem: str) -> None:
         super().__init__(f"{path}: line {line} (byte offset {offset}) is not valid JSON "

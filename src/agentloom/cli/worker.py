@@ -24,6 +24,9 @@ __all__ = ["WorkerReport", "work"]
 
 @dataclass(slots=True)
 class WorkerReport:
+    """What ``agentloom worker`` did: the runs it finished and, per run id, why a run was left
+    for another worker (lease held elsewhere, back-off not over, …)."""
+
     finished: list[RunResult] = field(default_factory=list)
     left: dict[str, str] = field(default_factory=dict)  # run id -> why it was not taken
 

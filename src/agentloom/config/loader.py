@@ -9,7 +9,7 @@ whole configuration and reports every problem it finds in one ``ConfigError``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from agentloom.config._problems import Problem, config_error, shown, validation_problems
 from agentloom.config.model import CONFIG_VERSION, MODEL_TAGS, Config
 from agentloom.errors import ConfigError
+from agentloom.yamlfile import load_yaml
 
 __all__ = ["load_config", "parse_config"]
 
@@ -83,31 +84,9 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, source: str = "<con
 # -- YAML ----------------------------------------------------------------------------------------
 
 
-class _Loader(yaml.SafeLoader):
-    """``SafeLoader`` that refuses a key written twice in one mapping (PyYAML keeps the last)."""
-
-
-def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            continue
-        key = loader.construct_object(key_node, deep=True)
-        if isinstance(key, Hashable):
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    "while reading a mapping", node.start_mark,
-                    f"key {key!r} is written twice; keep one", key_node.start_mark)
-            seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
-
-
 def _parse_yaml(text: str, source: str) -> Any:
     try:
-        return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass
+        return load_yaml(text)  # refuses a key written twice
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source

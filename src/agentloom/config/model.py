@@ -193,6 +193,10 @@ class RetryConfig(_Strict):
 
 
 class LimitsConfig(_Strict):
+    """An agent's ``limits:`` — the run deadline, stream timeouts, tool-call batch concurrency,
+    step / token / tool-error budgets. Each field's default is the one shown; nothing else
+    overrides them."""
+
     run_deadline_s: StrictFloat = Field(default=3600.0, gt=0)
     first_output_timeout_s: StrictFloat = Field(default=60.0, gt=0)
     stream_idle_timeout_s: StrictFloat | None = Field(default=None, gt=0)
@@ -208,6 +212,9 @@ class LimitsConfig(_Strict):
 
 
 class HookMatchConfig(_Strict):
+    """A hook's ``match:`` — which calls it sees, by role, capability key, purpose or (after
+    hooks) result status. An absent field matches everything."""
+
     role: str | None = Field(default=None, min_length=1)
     capability: str | None = Field(default=None, min_length=1)
     purpose: str | None = Field(default=None, min_length=1)
@@ -215,6 +222,9 @@ class HookMatchConfig(_Strict):
 
 
 class HandlerConfig(_Strict):
+    """A hook's ``handler:`` — where its code lives. Only ``kind: python`` with
+    ``ref: "package.module:function"``; the reference is checked at load time."""
+
     kind: Literal["python"] = "python"
     ref: Annotated[str, AfterValidator(_ref)]
 
@@ -261,6 +271,10 @@ def default_hook_id(agent: str, index: int) -> str:
 
 
 class AgentConfig(_Strict):
+    """One entry of ``agents:`` — its model, instructions, tools, Executors it may delegate to,
+    retry policy, limits, hooks, Skills and output schema. Cross-references (a tool, an Executor,
+    a model connection) are checked by the compile step, not here."""
+
     model: ModelChoice
     description: str = ""
     instructions: str = ""
@@ -291,6 +305,9 @@ class AgentConfig(_Strict):
 
 
 class WorkspaceConfig(_Strict):
+    """``workspace:`` — the shared root of run folders, an optional folder every run binds
+    (``--workdir`` overrides it), and whether a run's own folder is kept after it ends."""
+
     root: str = Field(default=DEFAULT_WORKSPACE_ROOT, min_length=1)
     bind: str | None = Field(default=None, min_length=1)
     """An existing folder every run works in (relative to the config file's folder);

@@ -27,6 +27,10 @@ DEFAULT_PREVIEW_LIMIT = 4096
 
 @dataclass(frozen=True, slots=True)
 class ContextRecord:
+    """One revision of one context record: its scope, stable ``record_id``, ``revision``, kind,
+    position in the view and data. Revisions are never overwritten; the view is the latest
+    revision of each record."""
+
     scope_id: str
     record_id: str
     revision: int
@@ -60,6 +64,13 @@ class ResultOps:
 
 
 class ContextManager:
+    """Reads context records and builds the store operations that change them (000 §5.3).
+
+    Owns: the revision rules — a change inserts revision ``n + 1`` and that insert is the CAS on
+    ``base_revision`` — the effective view, and the raw-vs-effective result records. Does not
+    own: committing (its ``*_op`` / ``prepare_changes`` return writes the pipeline commits
+    through the ``CommitCoordinator``)."""
+
     def __init__(self, store: Store, *, preview_limit: int = DEFAULT_PREVIEW_LIMIT) -> None:
         self.store = store
         self.preview_limit = preview_limit

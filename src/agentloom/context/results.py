@@ -43,6 +43,10 @@ def result_read_spec(resource_version_id: str = "builtin") -> Any:
 
 
 class ResultReadHandler:
+    """The raw handler of ``result.read``: returns a slice of a stored large result named by its
+    ``result_ref``. Only the run (and role) that produced the result may read it; the authority
+    comes from the trusted attempt context, never from a path."""
+
     def __init__(self, store: Store, blobs: FileBlobStore | None = None) -> None:
         self.store = store
         self.blobs = blobs

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agentloom.errors import AgentLoomError, ErrorCategory
 from agentloom.hooks.patch import (
     ContextPatch,
     PatchInvalid,
@@ -27,6 +28,12 @@ ExecutionStatus = Literal[
 
 @dataclass(frozen=True, slots=True)
 class HookDecision:
+    """What a Python hook returns: ``allow`` or ``deny``, an optional ``reason``, and optional
+    ``payload_patch`` (JSON Patch on the call's payload or result) and ``context_patch``
+    (changes to other context records). A plain dict of the same shape is accepted too.
+
+    A valid deny always stands, even when its patch is invalid (000 §5)."""
+
     decision: Decision
     payload_patch: PayloadPatch | list[dict[str, Any]] | dict[str, Any] | None = None
     context_patch: ContextPatch | dict[str, Any] | None = None
@@ -50,12 +57,20 @@ class HookOutcome:
     diagnostic_ref: str | None
 
 
-class InvalidDecision(Exception):
-    pass
+class InvalidDecision(AgentLoomError):
+    """A hook returned no valid control decision (an unknown field, a decision other than
+    ``allow`` / ``deny``, a reason that is not a string). The hook failed: fail-open for that
+    hook only (000 §5)."""
+
+    default_code = "HOOK_DECISION_INVALID"
+    default_category: ErrorCategory = "validation"
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedDecision:
+    """A hook's return value after validation: the decision and reason, the normalised patches,
+    and ``patch_error`` when the patches were dropped (the decision itself still counts)."""
+
     decision: Decision
     reason: str | None
     payload_patch: PayloadPatch | None

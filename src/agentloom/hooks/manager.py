@@ -57,6 +57,13 @@ def freeze(value: Any) -> Any:
 
 
 class HookManager:
+    """Selects the ordered chain of hooks for a hook point and runs one hook at a time with its
+    timeout, in a task of its own.
+
+    Owns: matching, running, and turning what a hook returned into a ``ParsedDecision`` or a
+    recorded failure (fail-open for that hook only). Does not own: applying or committing a
+    decision — the pipeline commits each one with its change set and the chain cursor."""
+
     def __init__(
         self,
         hooks: Sequence[HookSpec] = (),

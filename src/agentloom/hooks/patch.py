@@ -19,29 +19,34 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agentloom.canonical import canonical_ascii_json
 from agentloom.catalog.spec import freeze_json, thaw_json
-from agentloom.errors import CatalogError
+from agentloom.errors import AgentLoomError, CatalogError, ErrorCategory
 
 PatchOpName = Literal["add", "replace", "remove"]
 _OPS = ("add", "replace", "remove")
 
 
-class PatchInvalid(Exception):
+class PatchInvalid(AgentLoomError):
     """A patch that cannot be accepted; ``code`` is one of the HOOK_PATCH_* codes."""
 
+    default_code = "HOOK_PATCH_INVALID"
+    default_category: ErrorCategory = "validation"
+
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code)
         self.message = message
 
 
 @dataclass(frozen=True, slots=True)
 class PatchOp:
+    """One JSON Patch operation (``add`` / ``replace`` / ``remove``) at a JSON Pointer ``path``;
+    ``value`` is unused for ``remove``."""
+
     op: PatchOpName
     path: str
     value: Any = None
@@ -55,12 +60,19 @@ class PatchOp:
 
 @dataclass(frozen=True, slots=True)
 class PayloadPatch:
+    """A hook's change to the event it sees (a call's payload before, its result after): JSON
+    Patch operations, optionally pinned to the ``expected_version`` they were written for."""
+
     ops: tuple[PatchOp, ...]
     expected_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ContextChange:
+    """One change a hook makes to another context record: a patch op on ``record_id`` at
+    ``path``, optionally pinned to ``base_revision``; ``shared`` marks a record outside the
+    caller's own scope."""
+
     record_id: str
     op: PatchOpName
     path: str
@@ -71,6 +83,9 @@ class ContextChange:
 
 @dataclass(frozen=True, slots=True)
 class ContextPatch:
+    """A hook's changes to context records other than the event itself, applied together or not
+    at all; ``base_revision`` pins all of them at once."""
+
     changes: tuple[ContextChange, ...]
     base_revision: int | None = None
 
@@ -95,8 +110,7 @@ class ChangeSet:
                 for c in self.context_changes
             ],
         }
-        raw = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-        return hashlib.sha256(raw.encode()).hexdigest()
+        return hashlib.sha256(canonical_ascii_json(body).encode()).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -18,6 +18,10 @@ from agentloom.hooks.threads import HookThreads
 
 
 class HookRunner(Protocol):
+    """The port a hook kind implements (``python`` today): run the hook's code on a read-only
+    event and return what it returned, unparsed. Timeouts and failures are the
+    ``HookManager``'s business, not the runner's."""
+
     async def run(self, spec: HookSpec, event: Mapping[str, Any]) -> Any:
         """Run the hook's code on a read-only event and return what it returned."""
         ...

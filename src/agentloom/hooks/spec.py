@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Literal
+
+from agentloom.canonical import canonical_ascii_json
 
 Timing = Literal["before", "after"]
 OnFailure = Literal["allow", "deny"]
@@ -45,6 +46,10 @@ class HandlerRef:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HookSpec:
+    """One compiled hook: its id, timing (before / after), event type, matcher, handler,
+    timeout and ``on_failure``. Frozen into the release; its order in the chain is its
+    position in the configuration."""
+
     hook_id: str
     timing: Timing
     event: str = "tool"
@@ -74,5 +79,5 @@ class HookSpec:
 
 
 def config_version(specs: tuple[HookSpec, ...]) -> str:
-    raw = json.dumps([s.to_dict() for s in specs], sort_keys=True, separators=(",", ":"))
+    raw = canonical_ascii_json([s.to_dict() for s in specs])
     return hashlib.sha256(raw.encode()).hexdigest()[:16]

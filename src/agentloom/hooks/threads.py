@@ -29,13 +29,18 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from agentloom.errors import AgentLoomError, ErrorCategory
+
 MAX_HOOK_THREADS = 32  # threads running synchronous hooks at once (abandoned ones aside)
 MAX_ABANDONED_THREADS = 16  # timed-out synchronous hooks still running before new ones fail
 IDLE_S = 10.0  # an idle thread exits after this long
 
 
-class HookThreadsExhausted(Exception):
+class HookThreadsExhausted(AgentLoomError):
     """Too many abandoned synchronous hooks are still running: a new one is not started."""
+
+    default_code = "HOOK_THREADS_EXHAUSTED"
+    default_category: ErrorCategory = "rate_limit"
 
 
 @dataclass(slots=True, eq=False)

@@ -342,6 +342,12 @@ class PayloadCache:
 
 
 class ModelManager:
+    """The one owner of ``event_type="model"`` requests on the bus: maps a catalog spec's
+    ``handler_ref`` (``model:<name>``) to that connection's handler.
+
+    Owns: the model handlers and specs, and the payload cache. Does not own: retries, streaming
+    clocks or ``model.*`` observations (``ModelGateway``), nor the tools a model asks for."""
+
     def __init__(self) -> None:
         self._handlers: dict[str, CapabilityHandler] = {}
         self._specs: dict[str, CapabilitySpec] = {}

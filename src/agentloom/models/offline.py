@@ -50,6 +50,7 @@ from agentloom.models.types import (
     named_schema,
 )
 from agentloom.results import SIDE_EFFECTS_NOT_ROLLED_BACK
+from agentloom.yamlfile import load_yaml
 
 __all__ = [
     "Script",
@@ -451,6 +452,9 @@ UsageField = Literal["input_tokens", "output_tokens", "reasoning_tokens", "cache
 
 
 class ScriptTurn(_Strict):
+    """One scripted answer of the offline ``test`` model: optional ``expect`` checks on the
+    request, then reasoning, text, tool calls, finish reason and usage to return."""
+
     expect: ScriptExpect | None = None
     reasoning: str | None = None
     text: str = ""
@@ -491,19 +495,6 @@ def parse_script(data: Any, *, source: str) -> Script:
         ) from None
 
 
-class _ScriptLoader(yaml.SafeLoader):
-    """``SafeLoader`` without aliases: a script is plain data, and an alias can make a
-    small file expand to gigabytes once its turns are used (a "billion laughs")."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.events.AliasEvent):
-            event: Any = self.peek_event()  # type: ignore[no-untyped-call]
-            raise yaml.composer.ComposerError(
-                None, None, f"aliases (*{event.anchor}) are not allowed in a script file; "
-                "write the value out", event.start_mark)
-        return super().compose_node(parent, index)
-
-
 def load_script(path: str | Path) -> Script:
     """Read and validate a script file.
 
@@ -512,7 +503,8 @@ def load_script(path: str | Path) -> Script:
     """
     p = Path(path)
     try:
-        data = yaml.load(p.read_text(encoding="utf-8"), Loader=_ScriptLoader)  # a SafeLoader
+        # a script is plain data: no aliases (a "billion laughs"), no key written twice
+        data = load_yaml(p.read_text(encoding="utf-8"), aliases=False, what="a script file")
     except OSError as exc:
         raise ConfigError(
             f"script {str(p)!r}: cannot be read ({exc.strerror})", code="SCRIPT_INVALID"

@@ -33,6 +33,7 @@ from typing import Any, Literal, NoReturn, TypeAlias, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agentloom.canonical import canonical_json
 from agentloom.catalog.spec import freeze_json
 from agentloom.errors import CatalogError, ConfigError, ErrorCategory
 from agentloom.models.history import to_chat_messages, to_responses_input
@@ -45,6 +46,7 @@ from agentloom.models.types import (
     Usage,
     named_schema,
 )
+from agentloom.yamlfile import load_yaml
 
 __all__ = [
     "CAPABILITIES",
@@ -149,6 +151,9 @@ class ThinkMapping(_Section):
 
 
 class ThinkTags(_Section):
+    """The tags that wrap reasoning inline in a Chat answer's text (default
+    ``<think>`` … ``</think>``)."""
+
     open: str = Field(default="<think>", min_length=1)
     close: str = Field(default="</think>", min_length=1)
 
@@ -170,6 +175,9 @@ class HistoryRules(_Section):
 
 
 class RequestRules(_Section):
+    """How a provider wants a Chat request: the name of its max-tokens parameter, how to ask
+    for usage in a stream, and fixed body fields (plus those sent only with tools)."""
+
     max_tokens_param: str = Field(min_length=1)
     stream_usage: StreamUsageMode
     body: dict[str, Any] = Field(default_factory=dict)
@@ -193,6 +201,9 @@ class UsageMapping(_Section):
 
 
 class StreamRules(_Section):
+    """How a provider ends and labels a stream: its done sentinel (``[DONE]`` or none) and how
+    its finish reasons map to the canonical ones."""
+
     done_sentinel: str | None = "[DONE]"
     finish_reasons: dict[str, str] = Field(default_factory=dict)
 
@@ -529,7 +540,7 @@ def load_preset_file(path: str | Path) -> Preset:
 
 def _parse_text(text: str, *, source: str, stem: str | None) -> Preset:
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)  # refuses a key written twice
     except yaml.YAMLError as exc:
         raise ConfigError(f"preset file {source!r}: not valid YAML: {exc}") from None
     return parse_preset(data, source=source, stem=stem)
@@ -545,7 +556,7 @@ def parse_preset(data: Any, *, source: str, stem: str | None = None) -> Preset:
         raise ConfigError(f"preset file {source!r}: must be a mapping, not {type(data).__name__}")
     try:
         digest = hashlib.sha256(
-            json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+            canonical_json(data).encode()
         ).hexdigest()
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"preset file {source!r}: holds a value that is not plain JSON ({exc})") from None

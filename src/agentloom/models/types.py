@@ -57,6 +57,9 @@ class ToolDef:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ThinkParams:
+    """A request's reasoning switch: on / off (``None``: the provider's default) and effort.
+    The preset translates it into the provider's own parameters."""
+
     enabled: bool | None = None
     effort: Literal["minimal", "low", "medium", "high", "max"] | None = None
 
@@ -96,6 +99,8 @@ class ModelRequest:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
+    """Token counts of one model call, each ``None`` when the provider did not report it."""
+
     input_tokens: int | None = None
     output_tokens: int | None = None
     reasoning_tokens: int | None = None
@@ -122,11 +127,16 @@ class ModelResponse:
 
 @dataclass(frozen=True, slots=True)
 class TextDelta:
+    """A fragment of the answer's text in a model stream."""
+
     text: str
 
 
 @dataclass(frozen=True, slots=True)
 class ReasoningDelta:
+    """A fragment of the model's reasoning in a stream, with the provider's structured details
+    when it sends any."""
+
     text: str
     details: tuple[Mapping[str, Any], ...] | None = None
 
@@ -144,6 +154,8 @@ class ToolCallDelta:
 
 @dataclass(frozen=True, slots=True)
 class UsageEvent:
+    """The token usage of the call, as reported in the stream."""
+
     usage: Usage
 
 

@@ -28,11 +28,21 @@ _Item = tuple[WriteSet, "asyncio.Future[None]", asyncio.AbstractEventLoop]
 
 @dataclass(slots=True)
 class CommitStats:
+    """Counters of a ``CommitCoordinator``: transactions run and write sets committed (their
+    ratio is the group-commit factor)."""
+
     transactions: int = 0
     write_sets: int = 0
 
 
 class CommitCoordinator:
+    """The single entry through which run facts are committed: group commit on durable stores
+    (one writer thread, one transaction for everything queued), inline commit for a lone caller.
+
+    Owns: batching and the writer thread. Does not own: what is written (write sets come built)
+    or their fences. Each write set succeeds or fails on its own; a failure is raised to its
+    caller — persistence is never fail-open."""
+
     def __init__(self, store: Store, *, max_batch: int = 512) -> None:
         self.store = store
         self.max_batch = max_batch

@@ -16,6 +16,11 @@ RETRYABLE_CATEGORIES = frozenset({"transport", "rate_limit"})
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryPolicy:
+    """When a failed Attempt is tried again: off by default; when ``enabled``, only
+    ``transport`` and ``rate_limit`` errors, up to ``max_attempts`` in all (the first included),
+    ``interval_s`` apart (or ``Retry-After`` if longer), never past the run deadline (000 §3.3).
+    Snapshotted per run."""
+
     enabled: bool = False
     max_attempts: int = 2
     interval_s: float = 2.0

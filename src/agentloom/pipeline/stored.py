@@ -28,12 +28,13 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agentloom.canonical import canonical_json
 from agentloom.context.blobs import BlobText, load_blob
 from agentloom.errors import StoreError
 from agentloom.results import JsonBlock, TextBlock, ToolResult, rendered_json
 from agentloom.store.ports import Op, Store
 
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode
+_encode = canonical_json
 # The parts of an operation that are replaced, never changed in place (see above).
 ENCODED_ONCE = frozenset({"request", "payload", "raw", "result"})
 RESULT_PARTS = ("raw", "result")  # the parts whose large blocks are stored as blobs

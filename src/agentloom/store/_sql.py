@@ -13,17 +13,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from agentloom.canonical import canonical_json
 from agentloom.errors import FencedOut, RevisionConflict, StoreError
 from agentloom.store._readonly import RefusingWriter, check_version, not_found
 from agentloom.store.ports import Fence, Insert, Op, Put, WriteSet, lease_held
 from agentloom.store.schema import MIGRATIONS, Table, table
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-
 
 def dumps(value: Any) -> str:
     """The stored text of a JSON column: compact, keys sorted, non-ASCII kept."""
-    return _ENCODER.encode(value)
+    return canonical_json(value)
 
 
 class SqlStore:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentloom.canonical import compact_json
 from agentloom.errors import FencedOut, RevisionConflict, StoreError
 from agentloom.store.ports import Insert, Op, Put, WriteSet, lease_held
 from agentloom.store.schema import TABLES, table
@@ -25,7 +26,7 @@ _UNIQUE: dict[str, tuple[tuple[str, ...], ...]] = {
 _KEYS = {name: t.key for name, t in TABLES.items()}
 _COLUMNS = {name: frozenset(t.columns) for name, t in TABLES.items()}
 _JSON = {name: t.json_columns for name, t in TABLES.items()}
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_encode = compact_json  # as the SQL stores keep text, but keys in insertion order
 
 
 def _stored(table_name: str, row: Mapping[str, Any]) -> dict[str, Any]:
@@ -50,6 +51,9 @@ _EMPTY = {
 
 
 class MemoryStore:
+    """An in-process ``Store`` with the SQL stores' contract (the same conformance suite);
+    nothing survives the process (``durable = False``). For tests and throwaway runs."""
+
     durable = False
 
     def __init__(self, url: str = "memory://") -> None:

@@ -46,6 +46,9 @@ Op: TypeAlias = Put | Insert
 
 @dataclass(frozen=True, slots=True)
 class WriteSet:
+    """The writes of one commit: operations applied all together or not at all, fenced by the
+    run's lease epoch when ``fence`` is set. ``label`` names it in diagnostics only."""
+
     ops: tuple[Op, ...]
     fence: Fence | None = None
     label: str = field(default="", compare=False)

@@ -73,6 +73,10 @@ def _psycopg() -> Any:
 
 
 class PostgresStore(SqlStore):
+    """The production ``Store`` on PostgreSQL: many processes and machines, runs claimed with
+    leases (``FOR UPDATE SKIP LOCKED``), every commit fenced by ``(run_id, lease_epoch)``.
+    Needs the ``postgres`` extra (psycopg)."""
+
     placeholder = "%s"
     _literal: Any  # the writer's client-side-binding cursor (see _commit_in_one_query)
 

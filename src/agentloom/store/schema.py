@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Table:
+    """One table of the store: its columns, primary key, and which columns hold JSON or bytes.
+    The SQL stores and the memory store are built from the same ``TABLES``."""
+
     name: str
     columns: tuple[str, ...]
     key: tuple[str, ...]

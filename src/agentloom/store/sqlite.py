@@ -31,6 +31,9 @@ _NO_SIDE_FILES = frozenset({"SQLITE_READONLY_DIRECTORY", "SQLITE_CANTOPEN"})
 
 
 class SqliteStore(SqlStore):
+    """The embedded default ``Store``: one SQLite file in WAL mode, no server. One process
+    writes at a time; for more than one worker use ``PostgresStore``."""
+
     placeholder = "?"
     integrity_errors = (sqlite3.IntegrityError,)
 

@@ -104,6 +104,9 @@ class Comment:
 
 @dataclass(frozen=True, slots=True)
 class Raw:
+    """A script step of the fake OpenAI server: send these bytes as they are (to test a
+    malformed or torn stream)."""
+
     data: bytes
 
 

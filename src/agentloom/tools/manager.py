@@ -8,6 +8,10 @@ from agentloom.pipeline.ports import CapabilityHandler
 
 
 class ToolManager:
+    """The one owner of ``tool`` requests on the bus: maps a catalog spec's ``handler_ref`` to
+    its registered handler (one handler per reference). Runs nothing itself: the pipeline
+    calls the handler it returns."""
+
     def __init__(self) -> None:
         self._handlers: dict[str, CapabilityHandler] = {}
 

@@ -34,6 +34,8 @@ from agentloom.workspace.paths import (
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Deleted:
+    """What a delete removed: the path, its kind, and how many entries went with it."""
+
     path: str
     kind: EntryKind
     removed: int
@@ -42,6 +44,9 @@ class Deleted:
 
 @dataclass(frozen=True, slots=True)
 class Current:
+    """A file's bytes as read, with the etag and mode they had; what an etag check compares
+    against before a replace."""
+
     data: bytes
     etag: str
     mode: int

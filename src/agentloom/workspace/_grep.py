@@ -45,6 +45,8 @@ SNIPPET_CHARS = 300
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GrepMatch:
+    """One matching line of ``fs.grep``: the relative path, line number and a window of text."""
+
     path: str
     line: int
     """1-based line number."""
@@ -54,6 +56,9 @@ class GrepMatch:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GrepResult:
+    """What ``fs.grep`` found, and whether it stopped early at the match limit
+    (``truncated``) or at its deadline (``timed_out``)."""
+
     matches: tuple[GrepMatch, ...]
     truncated: bool
     timed_out: bool
@@ -91,6 +96,9 @@ Found = list[tuple[int, int]]
 
 
 class Matcher(Protocol):
+    """A search of one file's text for a pattern, bounded by a match limit and a deadline
+    (a literal search in process, or a regular expression in a worker that can be killed)."""
+
     def scan(self, text: str, limit: int, deadline: float) -> Found | None: ...
 
     def close(self) -> None: ...

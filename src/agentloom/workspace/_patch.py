@@ -24,6 +24,9 @@ _UNSUPPORTED = ("rename from", "rename to", "copy from", "copy to", "new file mo
 
 @dataclass(frozen=True, slots=True)
 class Hunk:
+    """One hunk of a unified diff: its header, the line it starts at, and the old and new
+    lines it replaces."""
+
     header: str
     old_start: int
     old: tuple[str, ...]

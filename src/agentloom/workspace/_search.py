@@ -36,6 +36,8 @@ _CURSOR_PREFIX = "c1."
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListEntry:
+    """One entry of a folder listing: name, relative path, kind, and size for regular files."""
+
     name: str
     path: str
     kind: EntryKind
@@ -45,12 +47,17 @@ class ListEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Listing:
+    """One page of a folder listing; ``next_cursor`` fetches the next page (``None``: the
+    last one)."""
+
     entries: tuple[ListEntry, ...]
     next_cursor: str | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GlobResult:
+    """The relative paths a glob matched, and whether the walk stopped at its budget."""
+
     paths: tuple[str, ...]
     truncated: bool
 
@@ -173,6 +180,9 @@ def _name_matches(name: str, part: str) -> bool:
 
 
 class Budget:
+    """How many entries a walk may still visit before its deadline; a walk stops, marked
+    truncated or timed out, when either runs out."""
+
     def __init__(self, deadline: float | None = None) -> None:
         self.left = MAX_VISITS
         self.deadline = deadline

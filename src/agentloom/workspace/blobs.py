@@ -21,6 +21,10 @@ BLOB_REF_PREFIX = "file-blob:"
 
 
 class FileBlobStore:
+    """Large content (a command's full output) kept as content-addressed files in the shared
+    root's system area, which is never mounted for a model or a script (000 §7.1). A blob's
+    location is stored with its result; the model only ever sees a ``result_ref``."""
+
     def __init__(self, shared_root: Path) -> None:
         self.root = Path(shared_root)
 

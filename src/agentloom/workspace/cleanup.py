@@ -36,6 +36,9 @@ Notifier = Callable[[str, dict[str, Any]], None]
 
 @dataclass(frozen=True, slots=True)
 class CleanupResult:
+    """What ending a run did to its folders: ``done``, or ``pending`` with a retryable cleanup
+    job, and the folders deleted, kept (persistent) and the errors met."""
+
     run_id: str
     job_id: str
     state: str  # "done" | "pending"
@@ -45,6 +48,12 @@ class CleanupResult:
 
 
 class RunCleanup:
+    """Ends a run's workspaces (000 §7.4): removes write rights, revokes the run's processes,
+    deletes its non-persistent folders and records the result.
+
+    Never raises for a failure: the run has already ended, so it leaves a retryable job.
+    Runs no hooks, so no hook can skip it. Does not delete persistent or bound folders."""
+
     def __init__(self, scopes: WorkspaceStore, *, revoke: Revoker | None = None,
                  notify: Notifier | None = None) -> None:
         self.scopes = scopes

@@ -58,6 +58,9 @@ WriteMode = Literal["create_only", "replace"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileSlice:
+    """A slice of a text file as ``fs.read`` returns it: the content, where it starts, where
+    the next slice starts, the file's size (and its etag, for a later replace)."""
+
     path: str
     content: str
     offset: int
@@ -71,6 +74,8 @@ class FileSlice:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileVersion:
+    """A file's version after a write: its relative path, new etag and size."""
+
     path: str
     etag: str
     size: int

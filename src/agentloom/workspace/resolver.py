@@ -19,6 +19,12 @@ from agentloom.workspace.service import WorkspaceHandle, WorkspaceService
 
 
 class WorkspaceResolver:
+    """From a call's trusted context to its workspace scope, folder and file service.
+
+    The scope comes only from ``AttemptContext.workspace_scope_ref``, must belong to the calling
+    run, and is writable only while it is registered. Takes no owner, scope or host path from
+    the caller."""
+
     def __init__(self, scopes: WorkspaceStore, service: WorkspaceService) -> None:
         self.scopes = scopes
         self.service = service

@@ -47,6 +47,10 @@ _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 class WorkspaceScopeError(AgentLoomError):
+    """A workspace scope that cannot be used: not registered (``SCOPE_NOT_FOUND``), a bound
+    folder that is missing (``WORKDIR_NOT_FOUND``) or held by another active run
+    (``WORKSPACE_BUSY``); ``WORKSPACE_SCOPE`` otherwise."""
+
     default_code = "WORKSPACE_SCOPE"
     default_category: ErrorCategory = "permission"
 
@@ -62,6 +66,10 @@ def _component(value: str, what: str) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkspaceScope:
+    """One registered workspace: who owns it, the file root and partition (per run, session or
+    invocation, or a bound folder) it lives in, the run it was made for and whether it
+    outlives that run. Resolved by the runtime, never from a path a model or hook gives."""
+
     workspace_scope_id: str
     owner_ref: OwnerRef
     file_root_id: str

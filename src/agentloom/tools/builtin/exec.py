@@ -62,6 +62,10 @@ GatewayProvider = Callable[[], Awaitable[SandboxGateway]]
 
 
 class ExecHandler:
+    """The raw handler of ``exec``: runs a command in the sandbox, in the call's workspace, and
+    returns its exit status and bounded output (the full output as a blob behind a
+    ``result_ref``). Owns no confinement itself: that is the ``SandboxGateway``'s."""
+
     def __init__(self, gateway: GatewayProvider, resolver: WorkspaceResolver,
                  blobs: FileBlobStore) -> None:
         self.gateway = gateway
