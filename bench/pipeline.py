@@ -83,6 +83,9 @@ QUICK = Settings(floor_commits=100, floor_budget_s=2.0, warmup=15, invocations=1
 class Noop:
     """The trivial tool: returns success at once, so what is left is the pipeline."""
 
+    rerunnable = False
+    recoverable = False
+
     async def invoke_once(self, request: Any, context: Any) -> ToolResult:
         return ToolResult.success({"ok": True})
 

@@ -1,4 +1,4 @@
-"""The Python API: agents, an SDK tool and a hook function in code, on a durable store.
+"""The Python API: agents, a tool function and a hook function in code, on a durable store.
 
     python examples/python_api.py [--store sqlite:///.agentloom/agentloom.db]
 
@@ -13,26 +13,18 @@ import asyncio
 import os
 from typing import Any
 
-from agentloom import HookDecision, StrictInput, Tool, ToolContext
-from agentloom.agent import AgentSpec, Limits, Runtime
-from agentloom.hooks.spec import HandlerRef, HookMatch, HookSpec
+import agentloom
+from agentloom import HookDecision
 from agentloom.models.offline import Script, ScriptModel
 
 
-class CountInput(StrictInput):
-    text: str
+@agentloom.tool(name="text.count_words")
+def count_words(text: str) -> dict[str, int]:
+    """Count the words of a text."""
+    return {"words": len(text.split())}
 
 
-class CountWords(Tool[CountInput]):
-    """An SDK tool: counts the words of a text."""
-
-    name = "text.count_words"
-    description = "Count the words of a text."
-
-    async def execute(self, args: CountInput, ctx: ToolContext) -> dict[str, int]:
-        return {"words": len(args.text.split())}
-
-
+@agentloom.hook(timing="before", match="text.count_words")
 def polite(event: dict[str, Any]) -> HookDecision:
     """Before-hook on text.count_words: strip surrounding blanks from the text."""
     text = event["payload"]["text"]
@@ -56,17 +48,14 @@ WRITER = Script.model_validate({"turns": [
 
 
 async def main(store: str) -> int:
-    runtime = Runtime(
-        [AgentSpec(name="main", model=ScriptModel(PLANNER, source="planner"),
-                   instructions="Plan, delegate, check.", tools=("fs.read", CountWords()),
-                   executors=("writer",), limits=Limits(batch_concurrency=2)),
-         AgentSpec(name="writer", model=ScriptModel(WRITER, source="writer"),
-                   instructions="Write what you are asked to.", tools=("fs.write",))],
+    runtime = agentloom.Runtime(
+        [agentloom.AgentSpec(name="main", model=ScriptModel(PLANNER, source="planner"),
+                             instructions="Plan, delegate, check.", tools=("fs.read", count_words),
+                             executors=("writer",), limits=agentloom.Limits(batch_concurrency=2)),
+         agentloom.AgentSpec(name="writer", model=ScriptModel(WRITER, source="writer"),
+                             instructions="Write what you are asked to.", tools=("fs.write",))],
         store=store,
-        hooks=[HookSpec(hook_id="polite", timing="before",
-                        match=HookMatch(capability="text.count_words"),
-                        handler=HandlerRef(ref="example:polite"))],
-        hook_functions={"example:polite": polite},
+        hooks=[polite],
     )
     try:
         handle = await runtime.start("Write a greeting file and check it", session="example")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import agentloom
 
 EXPECTED = {
-    "AgentLoomError", "ArtifactRef", "CancelToken", "CapabilityRegistry", "CapabilitySpec",
-    "CatalogError", "ConfigError", "EventBus", "FencedOut", "HandlerRef", "HookDecision",
-    "HookMatch", "HookOutcome", "HookSpec", "InvocationContext", "Kernel", "OperationError",
-    "OperationResult", "OwnerRef", "RegistrationError", "RequestItem", "RetryPolicy",
-    "RoutingError", "RunLease", "StoreError", "StrictInput", "Tool", "ToolContext", "ToolResult",
-    "open_store",
+    "AgentLoomError", "AgentSpec", "ArtifactRef", "CancelToken", "CapabilityRegistry",
+    "CapabilitySpec", "CatalogError", "ConfigError", "EventBus", "FencedOut", "HandlerRef",
+    "HookDecision", "HookMatch", "HookOutcome", "HookSpec", "InvocationContext", "Kernel",
+    "Limits", "OperationError", "OperationResult", "OwnerRef", "RegistrationError",
+    "RequestItem", "RetryPolicy", "RunError", "RunHandle", "RunLease", "RunResult", "Runtime",
+    "StoreError", "StrictInput", "Tool", "ToolContext", "ToolResult", "hook", "open_store",
+    "tool",
 }
 
 

@@ -2,9 +2,29 @@
 
 Every model call, tool call and context change is one request on one bus that goes
 through one recorded pipeline, under ordered hooks, on a fenced store.
+
+The front door is ``Runtime``: agents (``AgentSpec``), their tools (built-in names, ``Tool``
+subclasses, or functions decorated with ``@tool``), hooks (``HookSpec``s or functions
+decorated with ``@hook``), a sandbox and a store::
+
+    import agentloom
+
+    @agentloom.tool
+    def shout(text: str) -> str:
+        '''Upper-case a text.'''
+        return text.upper()
+
+    rt = agentloom.Runtime([agentloom.AgentSpec(name="main", model=..., tools=(shout,))],
+                           store="sqlite:///.agentloom/agentloom.db")
+    result = await rt.run("shout hello")
+
+``Kernel`` is the advanced layer ``Runtime`` builds on: the core's composition root, for
+driving capabilities on the bus without the agent loop (docs/python.md, "Advanced").
 """
 
+from agentloom.agent import AgentSpec, Limits, RunError, RunHandle, RunResult, Runtime
 from agentloom.bus import EventBus, RequestItem
+from agentloom.cancel import CancelToken
 from agentloom.catalog import CapabilityRegistry, CapabilitySpec
 from agentloom.errors import (
     AgentLoomError,
@@ -13,21 +33,21 @@ from agentloom.errors import (
     FencedOut,
     OperationError,
     RegistrationError,
-    RoutingError,
     StoreError,
 )
+from agentloom.hooks import hook
 from agentloom.hooks.decision import HookDecision, HookOutcome
 from agentloom.hooks.spec import HandlerRef, HookMatch, HookSpec
 from agentloom.kernel import Kernel, RunLease
-from agentloom.pipeline.cancel import CancelToken
 from agentloom.pipeline.context import InvocationContext, OwnerRef
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.results import ArtifactRef, OperationResult, ToolResult
 from agentloom.store import open_store
-from agentloom.tools import StrictInput, Tool, ToolContext
+from agentloom.tools import StrictInput, Tool, ToolContext, tool
 
 __all__ = [
     "AgentLoomError",
+    "AgentSpec",
     "ArtifactRef",
     "CancelToken",
     "CapabilityRegistry",
@@ -43,18 +63,24 @@ __all__ = [
     "HookSpec",
     "InvocationContext",
     "Kernel",
+    "Limits",
     "OperationError",
     "OperationResult",
     "OwnerRef",
     "RegistrationError",
     "RequestItem",
     "RetryPolicy",
-    "RoutingError",
+    "RunError",
+    "RunHandle",
     "RunLease",
+    "RunResult",
+    "Runtime",
     "StoreError",
     "StrictInput",
     "Tool",
     "ToolContext",
     "ToolResult",
+    "hook",
     "open_store",
+    "tool",
 ]

@@ -10,8 +10,6 @@ The exceptions are raised to the *caller* of the runtime. Every public exception
     ├── ConfigError                  a bad configuration, at load / compile  [CONFIG_INVALID]
     ├── CatalogError                 a capability catalog that does not compile
     ├── RegistrationError            a second owner for one event type, a bad handler
-    ├── RoutingError                 no owner for a request — raised by nothing today: the
-    │                                bus answers NO_OWNER as a result; kept while exported
     ├── StoreError                   a required commit did not happen (never fail-open)
     │   ├── FencedOut                the run's lease epoch moved on: a stale writer
     │   └── RevisionConflict         compare-and-set on a revision lost
@@ -188,14 +186,6 @@ class RegistrationError(AgentLoomError):
 
     default_code = "REGISTRATION_CONFLICT"
     default_category: ErrorCategory = "conflict"
-
-
-class RoutingError(AgentLoomError):
-    """No owner for a request. Raised by nothing today: the bus answers ``NO_OWNER`` as an
-    operation result instead of raising (000 §3.2); kept because ``agentloom`` exports it."""
-
-    default_code = "NO_OWNER"
-    default_category: ErrorCategory = "not_found"
 
 
 class StoreError(AgentLoomError):

@@ -1,8 +1,10 @@
 """The composition root of the core: store → coordinator → pipeline → bus, plus runs.
 
 ``Kernel`` wires the one path every capability takes (000 §3) and owns the few
-run facts the pipeline needs to fence its commits (run row, lease epoch). The
-agent layer builds on it; tests and examples use it directly.
+run facts the pipeline needs to fence its commits (run row, lease epoch). It is the
+advanced layer: ``agentloom.Runtime`` — the public entry — builds one and runs agents on
+it; use a ``Kernel`` directly only to drive capabilities without the agent loop (tests,
+benchmarks, a host of your own).
 """
 
 from __future__ import annotations
@@ -16,18 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from agentloom.bus import EventBus
+from agentloom.cancel import CancelToken
 from agentloom.catalog import CapabilityRegistry, CapabilitySpec, legal_model_name
 from agentloom.context import ContextManager, ResultReadHandler, result_read_spec
 from agentloom.environment import RunEnvironment
 from agentloom.errors import RegistrationError
+from agentloom.hooks import HookLike, hook_specs
 from agentloom.hooks.decision import HookOutcome
 from agentloom.hooks.manager import HookManager
-from agentloom.hooks.spec import HookSpec
 from agentloom.ids import new_id
 from agentloom.models.gateway import ModelGateway, is_model_capability
 from agentloom.models.manager import ModelManager
 from agentloom.models.ports import Connection, ModelAdapter
-from agentloom.pipeline.cancel import CancelToken
 from agentloom.pipeline.context import DEFAULT_RUN_DEADLINE_S, InvocationContext, Request
 from agentloom.pipeline.coordinator import CommitCoordinator
 from agentloom.pipeline.invocation import InvocationPipeline
@@ -82,13 +84,17 @@ class Kernel:
 
     Owns: wiring the one path every capability takes (000 §3), publishing capabilities, and the
     run facts the pipeline fences its commits with (run row, ``RunLease``). Does not own: the
-    agent loop, sessions or run retries (``agent/``), nor any capability's behaviour."""
+    agent loop, sessions or run retries (``agent/``), nor any capability's behaviour.
+
+    The advanced layer, not the front door: ``agentloom.Runtime`` builds one (``rt.kernel``)
+    and is what applications use. Reach for a ``Kernel`` of your own to send requests on the
+    bus without agents — to call a tool or a model through the recorded, hooked pipeline."""
 
     def __init__(
         self,
         store: Store | str,
         *,
-        hooks: Sequence[HookSpec] = (),
+        hooks: Sequence[HookLike] = (),
         hook_functions: Mapping[str, Callable[..., Any]] | None = None,
         preview_limit: int = 4096,
         workspace_root: Path | str = DEFAULT_WORKSPACE_ROOT,
@@ -98,11 +104,14 @@ class Kernel:
         """``sandbox`` is the policy ``exec`` commands run under (default
         ``EnvironmentPolicy()``); ``sandbox_backend`` picks the sandbox (``auto``:
         bubblewrap, else Landlock, else ``exec`` fails with ``SANDBOX_UNAVAILABLE``;
-        ``none``: unconfined). It is recorded on every run (``runs.data.sandbox_backend``)."""
+        ``none``: unconfined). It is recorded on every run (``runs.data.sandbox_backend``).
+        ``hooks`` takes what ``Runtime`` does: ``HookSpec``s, ``@agentloom.hook`` functions
+        and plain callables (``agentloom.hooks.hook_specs``)."""
         self.store = open_store(store) if isinstance(store, str) else store
         self.coordinator = CommitCoordinator(self.store)
         self.registry = CapabilityRegistry()
-        self.hooks = HookManager(hooks, functions=hook_functions)
+        specs, functions = hook_specs(hooks, hook_functions)
+        self.hooks = HookManager(specs, functions=functions)
         self.context = ContextManager(self.store, preview_limit=preview_limit)
         self.pipeline = InvocationPipeline(
             store=self.store, coordinator=self.coordinator, registry=self.registry,

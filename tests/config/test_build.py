@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from agentloom.agent.configured import agent_specs
-from agentloom.config import (
+from agentloom.agent.config_parts import (
     agent_tools,
     hook_functions,
     hook_specs,
-    load_config,
     model_source,
     retry_policy,
     sdk_tools,
 )
+from agentloom.agent.configured import agent_specs
+from agentloom.config import load_config
 from agentloom.errors import ConfigError
 from agentloom.hooks.manager import HookManager
 from agentloom.hooks.spec import HandlerRef, HookMatch, HookSpec

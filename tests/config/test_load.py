@@ -1,5 +1,6 @@
 """Loading a config file: the documented example loads, defaults apply, relative paths are read
-from the config file's folder, and every mistake fails at load time naming its key path."""
+from the config file's folder, and every mistake fails before any run naming its key path — at
+load time, or at build time for what only the provider presets or the script parser can see."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from agentloom.agent.config_parts import check_config
+from agentloom.agent.configured import agent_specs
 from agentloom.config import (
     BUILTIN_TOOLS,
     Config,
@@ -59,9 +62,10 @@ def write(folder: Path, text: str, name: str = "agentloom.yaml") -> Path:
 
 
 def load_error(folder: Path, text: str) -> ConfigError:
+    """The error of loading ``text`` and checking it as a build does, before any run."""
     path = write(folder, text)
     with pytest.raises(ConfigError) as caught:
-        load_config(path)
+        check_config(load_config(path))
     return caught.value
 
 
@@ -413,6 +417,38 @@ def test_config_error_for_one_problem_is_one_line_headed_by_the_file(tmp_path: P
     error = load_error(tmp_path, AGENT + "    model: {builtin: test}\n    limits: {batch_concurrency: 0}\n")
     assert str(error) == (f"{tmp_path / 'agentloom.yaml'}: agents.main.limits.batch_concurrency: "
                           "must be at least 1 (got 0)")
+
+
+PRESET_AND_SCRIPT_MISTAKES = (
+    "version: 1\nconnections:\n  local: {preset: opena, api_key_env: LOCAL_KEY}\n"
+    "  other: {preset: openai, api_key_env: LOCAL_KEY}\nagents:\n"
+    "  main:\n    model: {connection: other, name: m, variant: coding_plan}\n"
+    "  scripted:\n    model: {builtin: script, path: turns.yaml}\n"
+)
+
+
+def test_13_6_preset_and_script_checks_run_at_build_time_every_problem_at_once(tmp_path: Path) -> None:
+    """Config is core: loading it needs no provider preset or script parser. What only they can
+    see fails at build time — before any run — in the load-time error format."""
+    write(tmp_path, "turns: []\n", "turns.yaml")
+    config = load_config(write(tmp_path, PRESET_AND_SCRIPT_MISTAKES))
+    with pytest.raises(ConfigError) as caught:
+        agent_specs(config)
+    lines = str(caught.value).splitlines()
+    assert caught.value.code == "CONFIG_INVALID"
+    assert lines[0] == f"{tmp_path / 'agentloom.yaml'}: 3 problems:"
+    assert [line.split(":")[0] for line in lines[1:]] == [
+        "connections.local.preset", "agents.main.model.variant", "agents.scripted.model.path"]
+
+
+def test_13_6_build_time_error_is_headed_by_parse_config_source(tmp_path: Path) -> None:
+    data = {"version": 1, "connections": {"c": {"preset": "opena"}},
+            "agents": {"main": {"model": {"builtin": "test"}}}}
+    config = parse_config(data, base_dir=tmp_path, source="inline")
+    assert config.origin == "inline"
+    with pytest.raises(ConfigError) as caught:
+        check_config(config)
+    assert str(caught.value).startswith("inline: connections.c.preset: unknown preset 'opena'; ")
 
 
 def test_parse_config_names_its_source_and_resolves_against_base_dir(tmp_path: Path) -> None:

@@ -22,11 +22,11 @@ from tests.models_gateway.support import gateway, model_hook, request
 from tests.pipeline.support import Harness, harness, hook
 
 from agentloom import Kernel
+from agentloom.cancel import CancelToken
 from agentloom.hooks.runner import PythonHookRunner
 from agentloom.hooks.spec import HandlerRef, HookMatch, HookSpec
 from agentloom.hooks.threads import MAX_ABANDONED_THREADS
 from agentloom.models.offline import TestModel
-from agentloom.pipeline.cancel import CancelToken
 
 WAIT_S = 30.0
 

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from tests.models.conftest import API_KEY, MODEL, WEATHER, attempt, request
 
+from agentloom.attempts import AttemptContext
+from agentloom.cancel import CancelToken
 from agentloom.models.adapters import OpenAIChatAdapter, OpenAIResponsesAdapter, build_chat_body
 from agentloom.models.aggregate import Aggregator, complete_once
 from agentloom.models.errors import ModelAttemptError, parse_retry_after
@@ -33,8 +35,6 @@ from agentloom.models.types import (
     Usage,
     UsageEvent,
 )
-from agentloom.pipeline.cancel import CancelToken
-from agentloom.pipeline.ports import AttemptContext
 from agentloom.testing.openai_server import (
     Chunk,
     Comment,
@@ -627,7 +627,7 @@ async def test_12_4_a_call_of_a_tool_not_offered_is_delivered_as_it_came_a_namel
     assert [(c.id, c.name, c.arguments) for c in response.tool_calls] == [("call_X", "rm_rf", "{}")]
     assert response.text == "calling" and response.tool_calls[0].problem is None
     assert [c.name for c in no_tools.tool_calls] == ["get_weather"]
-    assert (nameless.error.code, nameless.error.category) == ("MODEL_INVALID_RESPONSE", "protocol")
+    assert (nameless.error.code, nameless.error.category) == ("MODEL_RESPONSE_INVALID", "protocol")
     assert "has no tool name" in nameless.error.message
     assert "repeats the id 'call_C'" in repeated.error.message
     assert repeated.incomplete is not None and len(repeated.incomplete.tool_calls) == 2

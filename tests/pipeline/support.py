@@ -7,11 +7,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.catalog import CapabilitySpec
 from agentloom.hooks.spec import HandlerRef, HookMatch, HookSpec
 from agentloom.kernel import Kernel, RunLease
 from agentloom.pipeline.context import InvocationContext
-from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
 from agentloom.results import ToolResult
 
 ECHO_SCHEMA = {
@@ -32,6 +32,9 @@ ECHO_SCHEMA = {
 @dataclass
 class CountingTool:
     """A tool that records every call it receives (the side-effect counter)."""
+
+    rerunnable = False
+    recoverable = False
 
     calls: list[dict[str, Any]] = field(default_factory=list)
     behaviour: Callable[[dict[str, Any], AttemptContext], Any] | None = None

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from agentloom.cancel import CancelToken
 from agentloom.errors import OperationError
-from agentloom.pipeline.cancel import CancelToken
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.results import ToolResult
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentloom.pipeline.ports import AttemptContext
+from agentloom.attempts import AttemptContext
 
 
 async def test_s9_1_handler_runs_exactly_once_per_request(make: Any) -> None:

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from agentloom.errors import OperationError, RoutingError
-from agentloom.pipeline.ports import AttemptContext, CapabilityHandler, CapabilityRequest
+from agentloom.attempts import AttemptContext, CapabilityRequest
+from agentloom.errors import OperationError, RegistrationError
+from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.results import JsonBlock, TextBlock
 from agentloom.tools import (
     StrictInput,
@@ -470,7 +471,7 @@ def test_s3_3_exceptions_map_to_the_documented_category_and_outcome(
 
 
 def test_s8_agentloom_error_keeps_its_own_operation_error() -> None:
-    exc = RoutingError("no owner for 'x'")
+    exc = RegistrationError("a second owner for 'x'")
     assert error_from_exception(exc) is exc.error
 
 

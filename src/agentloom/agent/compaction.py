@@ -2,7 +2,8 @@
 model's budget, the older part of the conversation is summarised by a model call of its own.
 
 - **Budget**: the input may use ``W − O`` tokens — W the context window, O the output reserve
-  (``models.budget``: the configured output limit, else the platform's ``min(4096, W/4)``).
+  (``models.budget.resolve_descriptor``: the configured output limit, else the platform's
+  ``min(4096, W/4)``).
   There is no tokenizer offline, so the estimate is deliberately pessimistic: one token per
   three characters of the JSON the model is sent (messages and tool definitions).
 - **Fixed material is never compacted**: system messages, every user message (the task and
@@ -23,8 +24,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentloom.models.budget import platform_output_reserve
-from agentloom.models.gateway import message_to_dict, tool_to_dict
+from agentloom.models.budget import resolve_descriptor
+from agentloom.models.codec import message_to_dict, tool_to_dict
 from agentloom.models.types import Message, ModelRequest, ToolDef
 
 __all__ = [
@@ -57,11 +58,16 @@ class Budget:
 
     @classmethod
     def of(cls, window: int, output_limit: int | None = None) -> Budget:
-        reserve = output_limit if output_limit is not None else platform_output_reserve(window)
-        if window < 1 or not 0 <= reserve < window:
-            raise ValueError(f"a budget needs 0 <= output reserve < window, got "
-                             f"window={window} output reserve={reserve}")
-        return cls(window, reserve)
+        """W and O of an agent's configured ``window`` and ``output_limit``, by the rule of
+        ``models.budget.resolve_descriptor`` (O defaults to ``min(4096, W / 4)``).
+
+        Raises:
+            ConfigError: a value is not a positive integer, or O leaves no room for input.
+        """
+        d = resolve_descriptor(None, configured_window=window, configured_output_limit=output_limit,
+                               model=None)
+        assert d.window is not None and d.output_limit is not None  # resolved, or raised
+        return cls(d.window, d.output_limit)
 
     @property
     def input_limit(self) -> int:

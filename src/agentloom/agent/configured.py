@@ -7,11 +7,12 @@
     result = await runtime.run("list the files", agent="main")
 
 Everything a configuration names is resolved *here*, before any run starts: each agent's model
-(``config.build.model_source``), its tools (built-in names plus the ``module:attr`` SDK tools),
+(``config_parts.model_source``), its tools (built-in names plus the ``module:attr`` SDK tools),
 its executors, retry policy, limits, instructions, context window and output schema; the hooks
 and the Python functions they name; the workspace root; the sandbox backend and policy; the
-store. A bad reference is a ``ConfigError`` naming its key, never a failure in the middle
-of a run.
+store. The checks that need the provider presets or the script parser run first
+(``config_parts.check_config``). A bad reference is a ``ConfigError`` naming its key, never a
+failure in the middle of a run.
 
 The config file's folder is put first on ``sys.path`` (as Python does for a script's folder)
 and stays there: ``module:function`` hooks and ``module:attr`` tools written beside the config
@@ -24,13 +25,19 @@ import os
 import sys
 from pathlib import Path
 
+from agentloom.agent.config_parts import (
+    agent_tools,
+    check_config,
+    hook_functions,
+    hook_specs,
+    model_source,
+    retry_policy,
+)
 from agentloom.agent.failures import RecoveryPolicy
 from agentloom.agent.output import OutputSpec
 from agentloom.agent.runtime import Runtime
 from agentloom.agent.spec import AgentSpec, Limits
-from agentloom.config import Config
-from agentloom.config.build import agent_tools, hook_functions, hook_specs, model_source, retry_policy
-from agentloom.config.model import ConnectionModelChoice
+from agentloom.config import Config, ConnectionModelChoice
 from agentloom.sandbox.ports import EnvironmentPolicy, SandboxBackend
 
 __all__ = ["STORE_ENV", "agent_specs", "environment_policy", "runtime_from_config", "store_url_for"]
@@ -46,12 +53,14 @@ def store_url_for(config: Config, store: str | None = None) -> str:
 
 
 def agent_specs(config: Config) -> list[AgentSpec]:
-    """One ``AgentSpec`` per configured agent, in file order.
+    """One ``AgentSpec`` per configured agent, in file order, after ``check_config``.
 
     Raises:
-        ConfigError: a model's API key variable is unset, or a ``module:attr`` tool does not
-            import; the message names the key.
+        ConfigError: a problem only the presets or the script parser see (``check_config``),
+            a model's API key variable is unset, or a ``module:attr`` tool does not import; the
+            message names the key.
     """
+    check_config(config)
     specs: list[AgentSpec] = []
     for name, agent in config.agents.items():
         limits = agent.limits

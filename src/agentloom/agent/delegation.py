@@ -17,9 +17,9 @@ from typing import Any
 
 from agentloom.agent.loop import LoopOutcome
 from agentloom.agent.spec import delegate_key
+from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.catalog import CapabilitySpec, legal_model_name
 from agentloom.errors import OperationError
-from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
 from agentloom.results import ToolResult
 
 __all__ = ["DELEGATE_SCHEMA", "DelegationHandler", "delegate_spec"]
@@ -53,6 +53,7 @@ class DelegationHandler:
     model calls, tools or hooks (each is its own operation on the bus). ``recoverable``: after a
     crash the pipeline runs it again, which replays what the Executor committed."""
 
+    rerunnable = False
     recoverable = True
 
     def __init__(self, executor: str, run_executor: RunExecutor) -> None:

@@ -55,7 +55,7 @@ from agentloom.agent.transcript import assistant_message, tool_defs, tool_messag
 from agentloom.bus import EventBus
 from agentloom.bus.bus import RequestItem
 from agentloom.errors import OperationError
-from agentloom.models.calls import parse_arguments
+from agentloom.models.calls import RESPONSE_INVALID_CODES, parse_arguments
 from agentloom.models.gateway import ModelCallFailed, ModelGateway
 from agentloom.models.types import Message, ModelRequest, ModelResponse, ToolDef
 from agentloom.pipeline.context import InvocationContext
@@ -272,7 +272,7 @@ class ReactLoop:
                 last = exc.error
                 if exc.outcome == "unknown" and exc.error.external_outcome == "unknown":
                     continue  # no raw response was saved: generation is re-issued
-                if exc.error.code in ("MODEL_RESPONSE_INVALID", "MODEL_INVALID_RESPONSE"):
+                if exc.error.code in RESPONSE_INVALID_CODES:
                     # the model's output was malformed: tell it and let it answer again
                     request = ModelRequest(messages=(*request.messages, Message(
                         role="user", content=f"[runtime] Your previous response was rejected: "

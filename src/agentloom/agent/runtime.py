@@ -38,6 +38,8 @@ from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop, initial_mes
 from agentloom.agent.quota import TokenQuota
 from agentloom.agent.sessions import open_session, turn_op
 from agentloom.agent.spec import AgentSpec
+from agentloom.attempts import AttemptContext, CapabilityRequest
+from agentloom.cancel import CancelToken
 from agentloom.config.diff import changed_keys
 from agentloom.errors import (
     AgentLoomError,
@@ -47,12 +49,11 @@ from agentloom.errors import (
     RevisionConflict,
     StoreError,
 )
+from agentloom.hooks import HookLike, hook_specs
 from agentloom.hooks.spec import HookSpec
 from agentloom.kernel import DEFAULT_WORKSPACE_ROOT, Kernel, RunLease
 from agentloom.models.ports import Connection
-from agentloom.pipeline.cancel import CancelToken
 from agentloom.pipeline.context import InvocationContext
-from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
 from agentloom.refs import OwnerRef
 from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
@@ -187,7 +188,7 @@ class Runtime:
         agents: Sequence[AgentSpec],
         *,
         store: Store | str = "sqlite:///.agentloom/agentloom.db",
-        hooks: Sequence[HookSpec] = (),
+        hooks: Sequence[HookLike] = (),
         hook_functions: Mapping[str, Callable[..., Any]] | None = None,
         workspace_root: Path | str = DEFAULT_WORKSPACE_ROOT,
         sandbox_backend: SandboxBackend = "auto",
@@ -198,7 +199,10 @@ class Runtime:
         workdir: Path | str | None = None,
         keep_workspaces: bool = False,
     ) -> None:
-        """``sandbox_backend`` picks the sandbox ``exec`` runs in (``auto``: bubblewrap, else
+        """``hooks`` run in the order given: ``HookSpec``s (their ``handler.ref`` functions
+        imported, or found in ``hook_functions``), functions decorated with
+        ``@agentloom.hook``, or plain callables (a ``before`` hook on every tool call).
+        ``sandbox_backend`` picks the sandbox ``exec`` runs in (``auto``: bubblewrap, else
         Landlock, else ``exec`` fails with ``SANDBOX_UNAVAILABLE``; ``none``: unconfined) and
         is recorded on every run; ``sandbox_policy`` is what commands may see and use
         (default ``EnvironmentPolicy()``: empty environment, no network, no shell).
@@ -223,7 +227,8 @@ class Runtime:
         self.config_source = dict(config_source) if config_source else None
         self.workdir = workdir
         self.keep_workspaces = keep_workspaces
-        self.kernel = Kernel(store, hooks=hooks, hook_functions=hook_functions,
+        hook_list, functions = hook_specs(hooks, hook_functions)
+        self.kernel = Kernel(store, hooks=hook_list, hook_functions=functions,
                              workspace_root=workspace_root, sandbox=sandbox_policy,
                              sandbox_backend=sandbox_backend)
         self.store = self.kernel.store
@@ -232,7 +237,7 @@ class Runtime:
             self.kernel.add_model(agent.name, agent.model,
                                   first_output_timeout_s=agent.limits.first_output_timeout_s,
                                   stream_idle_timeout_s=agent.limits.stream_idle_timeout_s)
-        self.release_id = self._digest(agents, hooks)
+        self.release_id = self._digest(agents, hook_list)
         tools: list[Any] = []
         names: set[str] = set()
         for agent in agents:
@@ -264,6 +269,8 @@ class Runtime:
 
     @staticmethod
     def _digest(agents: Sequence[AgentSpec], hooks: Sequence[HookSpec]) -> str:
+        """The release id: a digest of the agents and the compiled hook specs (a callable
+        hook by its ``module:qualname`` ref), so the same code always gives the same id."""
         described = [{
             "name": a.name, "model": _model_identity(a.model), "instructions": a.instructions,
             "description": a.description,

@@ -75,7 +75,7 @@ class AgentSpec:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     limits: Limits = field(default_factory=Limits)
     window: int | None = None  # W in tokens: with it, the loop compacts what would not fit
-    output_limit: int | None = None  # O: the output reserve (default min(4096, W / 4))
+    output_limit: int | None = None  # O: the output reserve (models.budget.resolve_descriptor)
     output: OutputSpec | None = None
     output_type: type[BaseModel] | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)

@@ -226,6 +226,9 @@ class _Unresolved:
     """Stands in for the handler of an unknown name or a refused call: the pipeline refuses
     it before execution."""
 
+    rerunnable = False
+    recoverable = False
+
     async def invoke_once(self, request: Any, context: Any) -> Any:  # pragma: no cover
         raise AssertionError("an unresolved capability can never execute")
 

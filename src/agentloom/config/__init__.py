@@ -1,21 +1,16 @@
 """Configuration: the YAML file format (version 1), loaded and validated at load time.
 
 ``load_config(path)`` returns a frozen ``Config`` or raises one ``ConfigError`` naming every
-bad key path and how to fix it (docs/config.md). ``build`` turns a ``Config`` into runtime
-parts — model sources, hook specs, retry policies, SDK tools — without knowing the agent layer.
+bad key path and how to fix it (docs/config.md). ``Problem`` and ``config_error`` are that
+error format, for the checks made later.
 
-Owns: the configuration's shape, its cross-checks, reading it, building parts from it. Does
-not own: running agents, the store, the compile step into a release.
+Owns: the configuration's shape, the checks it can make alone, reading it. Config is core: it
+imports nothing above it. Does not own: the checks that need provider presets or the script
+parser, and turning a configuration into runtime parts — both at build time, in
+``agentloom.agent.config_parts``; running agents; the store; the compile step into a release.
 """
 
-from agentloom.config.build import (
-    agent_tools,
-    hook_functions,
-    hook_specs,
-    model_source,
-    retry_policy,
-    sdk_tools,
-)
+from agentloom.config._problems import Problem, config_error, did_you_mean, key_path
 from agentloom.config.loader import load_config, parse_config
 from agentloom.config.model import (
     BUILTIN_TOOLS,
@@ -35,6 +30,7 @@ from agentloom.config.model import (
     ScriptModelChoice,
     TestModelChoice,
     WorkspaceConfig,
+    default_hook_id,
 )
 
 __all__ = [
@@ -49,18 +45,17 @@ __all__ = [
     "HookMatchConfig",
     "LimitsConfig",
     "ModelChoice",
+    "Problem",
     "RetryConfig",
     "SandboxBackendName",
     "SandboxConfig",
     "ScriptModelChoice",
     "TestModelChoice",
     "WorkspaceConfig",
-    "agent_tools",
-    "hook_functions",
-    "hook_specs",
+    "config_error",
+    "default_hook_id",
+    "did_you_mean",
+    "key_path",
     "load_config",
-    "model_source",
     "parse_config",
-    "retry_policy",
-    "sdk_tools",
 ]

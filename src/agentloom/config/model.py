@@ -2,12 +2,15 @@
 
 Every model is frozen and rejects unknown keys. ``Config`` is validated in two steps: the
 shape of every key (pydantic), then the checks that look at more than one key — a model's
-connection exists, a preset speaks the protocol asked for, executors, script files, hook
-ids. Either step fails with one ``ConfigError`` listing each problem as ``key.path: problem``
-(see ``_problems``). Relative paths are read from ``Config.base_dir``, the config file's folder.
+connection exists, executors, script files exist, hook ids. Either step fails with one
+``ConfigError`` listing each problem as ``key.path: problem`` (see ``_problems``). Relative
+paths are read from ``Config.base_dir``, the config file's folder.
 
-Owns: what a configuration may say. Does not own: reading files (``loader``), turning a
-configuration into runtime parts (``build``), compiling a release.
+Owns: what a configuration may say, checked from the configuration alone. Does not own:
+reading files (``loader``); the checks that need the provider presets or the script parser,
+and turning a configuration into runtime parts — both at build time, in
+``agentloom.agent.config_parts`` (config is core: it imports nothing above it); compiling a
+release.
 """
 
 from __future__ import annotations
@@ -36,9 +39,6 @@ from pydantic import (
 from agentloom.catalog import compile_schema
 from agentloom.config._problems import Problem, config_error, did_you_mean, key_path, shown
 from agentloom.errors import CatalogError, ConfigError
-from agentloom.models.offline import load_script
-from agentloom.models.presets import Preset, list_presets, load_preset
-from agentloom.tools.builtin.fs import SCHEMAS
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -66,8 +66,13 @@ __all__ = [
 CONFIG_VERSION = 1
 """Config file format. 1: the layout documented in docs/config.md."""
 
-BUILTIN_TOOLS: tuple[str, ...] = (*SCHEMAS, "exec")
-"""Tool names an agent may list without an import (``RunEnvironment.builtin`` serves them)."""
+BUILTIN_TOOLS: tuple[str, ...] = (
+    "fs.read", "fs.write", "fs.edit", "fs.patch", "fs.list", "fs.glob", "fs.grep", "fs.mkdir",
+    "fs.move", "fs.delete", "exec",
+)
+"""Tool names an agent may list without an import (``RunEnvironment.builtin`` serves them).
+Written out here, as names only, so config imports no tool; tests/config/test_load.py pins it
+equal to ``agentloom.environment.BUILTIN_TOOLS``."""
 
 DEFAULT_WORKSPACE_ROOT = ".agentloom/workspaces"
 STORE_FILE = ".agentloom/agentloom.db"
@@ -397,6 +402,7 @@ class Config(_Strict):
     recovery: RecoveryConfig = Field(default_factory=RecoveryConfig)
 
     _base_dir: Path = PrivateAttr(default_factory=lambda: Path.cwd().resolve())
+    _origin: str = PrivateAttr(default="<config>")
     _source_path: Path | None = PrivateAttr(default=None)
     _source_digest: str | None = PrivateAttr(default=None)
 
@@ -405,17 +411,24 @@ class Config(_Strict):
         context = info.context if isinstance(info.context, Mapping) else {}
         if context.get("base_dir") is not None:
             self._base_dir = Path(context["base_dir"]).resolve()
+        self._origin = str(context.get("source", "<config>"))
         if context.get("source_path") is not None:
             self._source_path = Path(context["source_path"])
             self._source_digest = context.get("source_digest")
         problems = cross_problems(self)
         if problems:
-            raise config_error(str(context.get("source", "<config>")), problems)
+            raise config_error(self._origin, problems)
         return self
 
     @property
     def base_dir(self) -> Path:
         return self._base_dir
+
+    @property
+    def origin(self) -> str:
+        """What heads this configuration's error messages: the file as given to
+        ``load_config``, or ``parse_config``'s ``source`` (default ``<config>``)."""
+        return self._origin
 
     def source(self) -> dict[str, Any] | None:
         """What a run records of the file this configuration was loaded from (``None`` when
@@ -459,7 +472,8 @@ class Config(_Strict):
 
 
 def cross_problems(config: Config) -> list[Problem]:
-    """Every problem that needs more than one key to see, in file order."""
+    """Every problem that needs more than one key to see, in file order (those that need a
+    provider preset or the script parser are found at build time)."""
     problems: list[Problem] = []
     for section, names in (("connections", config.connections), ("agents", config.agents)):
         for name in names:
@@ -467,15 +481,10 @@ def cross_problems(config: Config) -> list[Problem]:
                 problems.append(Problem(key_path((section, name)),
                                         "a name must start with a letter and hold only letters, digits, "
                                         "'_' or '-' (at most 58 characters); rename it"))
-    presets: dict[str, Preset] = {}
-    for name, connection in config.connections.items():
-        preset = _preset(connection, key_path(("connections", name)), problems)
-        if preset is not None:
-            presets[name] = preset
     hook_ids: dict[str, str] = {}
     for name, agent in config.agents.items():
         at = key_path(("agents", name))
-        _model_problems(config, agent.model, f"{at}.model", presets, problems)
+        _model_problems(config, agent.model, f"{at}.model", problems)
         _duplicates(agent.tools, f"{at}.tools", problems)
         _executor_problems(config, name, agent, at, problems)
         for i, hook in enumerate(agent.hooks):
@@ -491,36 +500,15 @@ def cross_problems(config: Config) -> list[Problem]:
     return problems
 
 
-def _preset(connection: ConnectionConfig, at: str, problems: list[Problem]) -> Preset | None:
-    known = list_presets()
-    if connection.preset not in known:
-        problems.append(Problem(f"{at}.preset", f"unknown preset {connection.preset!r}; "
-                                f"{did_you_mean(connection.preset, known)}known presets: {', '.join(known)}"))
-        return None
-    preset = load_preset(connection.preset)
-    if connection.protocol is not None and connection.protocol != preset.protocol:
-        speakers = [n for n in known if load_preset(n).protocol == connection.protocol]
-        problems.append(Problem(
-            f"{at}.protocol",
-            f"preset {preset.name!r} speaks {preset.protocol!r}, not {connection.protocol!r}; remove "
-            f"protocol, or use a preset that speaks {connection.protocol}: {', '.join(speakers)}"))
-    return preset
-
-
 def _model_problems(
     config: Config, choice: ConnectionModelChoice | TestModelChoice | ScriptModelChoice, at: str,
-    presets: Mapping[str, Preset], problems: list[Problem],
+    problems: list[Problem],
 ) -> None:
     if isinstance(choice, ScriptModelChoice):
         path = config.resolve_path(choice.path)
         if not path.is_file():
             problems.append(Problem(f"{at}.path", f"no script file at {str(path)!r} (a relative path is "
                                     f"read from the config file's folder); create it or fix the path"))
-            return
-        try:
-            load_script(path)
-        except ConfigError as exc:
-            problems.append(Problem(f"{at}.path", exc.error.message))
         return
     if isinstance(choice, TestModelChoice):
         return
@@ -529,10 +517,6 @@ def _model_problems(
         problems.append(Problem(f"{at}.connection", f"no connection named {choice.connection!r}; "
                                 f"{did_you_mean(choice.connection, known)}defined: "
                                 f"{', '.join(known) or 'none (add one under connections)'}"))
-    preset = presets.get(choice.connection)
-    if preset is not None and choice.variant is not None and choice.variant not in preset.variants:
-        problems.append(Problem(f"{at}.variant", f"preset {preset.name!r} has no variant {choice.variant!r}; "
-                                f"choose one of {', '.join(sorted(preset.variants))}"))
     if choice.window is not None and choice.output_limit is not None and choice.output_limit >= choice.window:
         problems.append(Problem(f"{at}.output_limit", f"must be less than window ({choice.window}) to leave "
                                 f"room for input (got {choice.output_limit})"))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.context.blobs import read_blob
 from agentloom.errors import OperationError
-from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
 from agentloom.results import ToolResult, parse_result_ref
 from agentloom.store.ports import Store
 from agentloom.workspace.blobs import FileBlobStore
@@ -46,6 +46,9 @@ class ResultReadHandler:
     """The raw handler of ``result.read``: returns a slice of a stored large result named by its
     ``result_ref``. Only the run (and role) that produced the result may read it; the authority
     comes from the trusted attempt context, never from a path."""
+
+    rerunnable = False
+    recoverable = False
 
     def __init__(self, store: Store, blobs: FileBlobStore | None = None) -> None:
         self.store = store

@@ -7,9 +7,9 @@ even when its patch is invalid.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from agentloom.errors import AgentLoomError, ErrorCategory
 from agentloom.hooks.patch import (
@@ -24,6 +24,19 @@ Decision = Literal["allow", "deny"]
 ExecutionStatus = Literal[
     "succeeded", "failed", "timed_out", "invalid", "abandoned", "indeterminate"
 ]
+"""How one hook run ended; ``abandoned``: the run was stopped while it ran (or before)."""
+
+
+def could_not_decide(status: ExecutionStatus) -> bool:
+    """Whether a hook that ended with ``status`` could not decide — the statuses its
+    ``on_failure`` applies to (``abandoned`` is the run's stop, not the hook's failure)."""
+    match status:
+        case "failed" | "timed_out" | "invalid" | "indeterminate":
+            return True
+        case "succeeded" | "abandoned":
+            return False
+        case _:
+            assert_never(status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +48,8 @@ class HookDecision:
     A valid deny always stands, even when its patch is invalid (000 §5)."""
 
     decision: Decision
-    payload_patch: PayloadPatch | list[dict[str, Any]] | dict[str, Any] | None = None
-    context_patch: ContextPatch | dict[str, Any] | None = None
+    payload_patch: PayloadPatch | Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None
+    context_patch: ContextPatch | Mapping[str, Any] | None = None
     reason: str | None = None
 
     @classmethod
@@ -97,9 +110,14 @@ def parse_decision(raw: Any) -> ParsedDecision:
         raise InvalidDecision(
             f"a hook must return a HookDecision or a mapping, got {type(raw).__name__}"
         )
-    decision = fields.get("decision")
-    if decision not in ("allow", "deny"):
-        raise InvalidDecision(f"decision must be 'allow' or 'deny', got {decision!r}")
+    decision: Decision
+    match fields.get("decision"):
+        case "allow":
+            decision = "allow"
+        case "deny":
+            decision = "deny"
+        case other:
+            raise InvalidDecision(f"decision must be 'allow' or 'deny', got {other!r}")
     reason = fields.get("reason")
     if reason is not None and not isinstance(reason, str):
         raise InvalidDecision("reason must be a string")

@@ -21,9 +21,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, assert_never
 
+from agentloom.cancel import CancelToken
 from agentloom.errors import ConfigError, redact_secrets
 from agentloom.hooks.decision import (
     ExecutionStatus,
@@ -31,11 +31,14 @@ from agentloom.hooks.decision import (
     ParsedDecision,
     parse_decision,
 )
+from agentloom.hooks.event import HookEvent
 from agentloom.hooks.runner import HookRunner, PythonHookRunner
 from agentloom.hooks.spec import HookSpec, Timing, config_version
-from agentloom.pipeline.cancel import CancelToken
 
 DIAGNOSTIC_LIMIT = 500  # characters of a hook's exception message kept in its diagnostic
+
+Settled = Literal["done", "timed_out", "stopped"]
+"""What ended the wait for a hook: it ended, its timeout, or the run's stop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,15 +48,6 @@ class HookRun:
     status: ExecutionStatus
     decision: ParsedDecision | None
     diagnostic: str | None
-
-
-def freeze(value: Any) -> Any:
-    """A deep read-only view: mappings become ``MappingProxyType``, lists become tuples."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({k: freeze(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(freeze(v) for v in value)
-    return value
 
 
 class HookManager:
@@ -126,10 +120,12 @@ class HookManager:
     async def run(
         self, spec: HookSpec, event: Mapping[str, Any], *, cancel: CancelToken | None = None
     ) -> HookRun:
-        """Run one hook. Whatever its code does — raises anything, returns no valid decision,
-        runs past its timeout — is a *hook failure* (fail-open for this hook only), reported
-        in the returned status. When ``cancel`` (the run's stop) is set before or while the
-        hook runs, the hook is ``abandoned``: not started, or no longer waited for.
+        """Run one hook on ``event`` (the pipeline's event mapping, or a ``HookEvent``), given
+        to it as a ``HookEvent`` with read-only nested values. Whatever its code does — raises
+        anything, returns no valid decision, runs past its timeout — is a *hook failure*
+        (fail-open for this hook only), reported in the returned status. When ``cancel`` (the
+        run's stop) is set before or while the hook runs, the hook is ``abandoned``: not
+        started, or no longer waited for.
 
         Only the cancellation of the calling task itself propagates (the runtime's own).
         """
@@ -137,11 +133,11 @@ class HookManager:
             return HookRun("abandoned", None, f"the run was stopped ({cancel.reason}) before "
                            f"hook {spec.hook_id!r} ran; it was not run")
         runner = self._runners[spec.handler.kind]
-        frozen = freeze(event)
+        frozen = HookEvent.from_mapping(event)
         loop = asyncio.get_running_loop()
         task = loop.create_task(_contained(lambda: runner.run(spec, frozen)))
         # One future settled by whichever comes first: the hook ends, its timeout, the stop.
-        settled: asyncio.Future[str] = loop.create_future()
+        settled: asyncio.Future[Settled] = loop.create_future()
         task.add_done_callback(lambda _: _settle(settled, "done"))
         timer = loop.call_later(spec.timeout_s, _settle, settled, "timed_out")
         remove = None if cancel is None else cancel.add_callback(
@@ -155,33 +151,45 @@ class HookManager:
             timer.cancel()
             if remove is not None:
                 remove()
-        if why == "stopped":
-            self._give_up(task)
-            return HookRun("abandoned", None, f"the run was stopped ({_reason(cancel)}) "
-                           f"while hook {spec.hook_id!r} ran; it was not waited for")
-        if why == "timed_out":
-            self._give_up(task)
-            return HookRun("timed_out", None,
-                           f"hook {spec.hook_id!r} timed out after {spec.timeout_s}s")
-        outcome: ParsedDecision | _Raised | _Invalid
-        if task.cancelled():  # only ever cancelled by us, above; kept for completeness
-            outcome = _Raised(asyncio.CancelledError())
-        elif (error := task.exception()) is not None:  # what _contained let through
-            outcome = _Raised(error)
-        else:
-            outcome = task.result()
-        if isinstance(outcome, _Raised):
-            message = _describe(outcome.error)
-            return HookRun("failed", None, f"hook {spec.hook_id!r} raised {message}")
-        if isinstance(outcome, _Invalid):
-            return HookRun("invalid", None, f"hook {spec.hook_id!r}: {outcome.message}")
-        return HookRun("succeeded", outcome, None)
+        match why:
+            case "stopped":
+                self._give_up(task)
+                return HookRun("abandoned", None, f"the run was stopped ({_reason(cancel)}) "
+                               f"while hook {spec.hook_id!r} ran; it was not waited for")
+            case "timed_out":
+                self._give_up(task)
+                return HookRun("timed_out", None,
+                               f"hook {spec.hook_id!r} timed out after {spec.timeout_s}s")
+            case "done":
+                return _ended(spec, task)
+            case _:
+                assert_never(why)
 
     def _give_up(self, task: asyncio.Task[Any]) -> None:
         """Cancel a hook task without waiting for it; keep it referenced until it ends."""
         task.cancel()
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+
+
+def _ended(spec: HookSpec, task: asyncio.Task[ParsedDecision | _Raised | _Invalid]) -> HookRun:
+    """The run of a hook whose task ended: its parsed decision, or why there is none."""
+    outcome: ParsedDecision | _Raised | _Invalid
+    if task.cancelled():  # only ever cancelled by us, above; kept for completeness
+        outcome = _Raised(asyncio.CancelledError())
+    elif (error := task.exception()) is not None:  # what _contained let through
+        outcome = _Raised(error)
+    else:
+        outcome = task.result()
+    match outcome:
+        case _Raised(error=raised):
+            return HookRun("failed", None, f"hook {spec.hook_id!r} raised {_describe(raised)}")
+        case _Invalid(message=message):
+            return HookRun("invalid", None, f"hook {spec.hook_id!r}: {message}")
+        case ParsedDecision():
+            return HookRun("succeeded", outcome, None)
+        case _:
+            assert_never(outcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +222,7 @@ def _reason(cancel: CancelToken | None) -> str | None:
     return cancel.reason if cancel is not None else None
 
 
-def _settle(future: asyncio.Future[str], why: str) -> None:
+def _settle(future: asyncio.Future[Settled], why: Settled) -> None:
     if not future.done():
         future.set_result(why)
 

@@ -13,17 +13,18 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from agentloom.errors import ConfigError
+from agentloom.hooks.event import HookEvent
 from agentloom.hooks.spec import HookSpec
 from agentloom.hooks.threads import HookThreads
 
 
 class HookRunner(Protocol):
-    """The port a hook kind implements (``python`` today): run the hook's code on a read-only
-    event and return what it returned, unparsed. Timeouts and failures are the
+    """The port a hook kind implements (``python`` today): run the hook's code on the frozen
+    ``HookEvent`` and return what it returned, unparsed. Timeouts and failures are the
     ``HookManager``'s business, not the runner's."""
 
-    async def run(self, spec: HookSpec, event: Mapping[str, Any]) -> Any:
-        """Run the hook's code on a read-only event and return what it returned."""
+    async def run(self, spec: HookSpec, event: HookEvent) -> Any:
+        """Run the hook's code on the frozen event and return what it returned."""
         ...
 
 
@@ -73,7 +74,7 @@ class PythonHookRunner:
             self._functions[ref] = fn
         return fn
 
-    async def run(self, spec: HookSpec, event: Mapping[str, Any]) -> Any:
+    async def run(self, spec: HookSpec, event: HookEvent) -> Any:
         fn = self.function(spec.handler.ref)
         if inspect.iscoroutinefunction(fn):
             return await fn(event)

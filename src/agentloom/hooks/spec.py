@@ -5,13 +5,15 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from agentloom.canonical import canonical_ascii_json
+from agentloom.hooks.decision import ExecutionStatus, could_not_decide
 
 Timing = Literal["before", "after"]
 OnFailure = Literal["allow", "deny"]
-FAILURE_STATUSES = frozenset({"failed", "timed_out", "invalid", "indeterminate"})
+FAILURE_STATUSES: frozenset[ExecutionStatus] = frozenset(
+    s for s in get_args(ExecutionStatus) if could_not_decide(s))
 """The hook statuses ``on_failure`` applies to: the hook could not decide."""
 
 

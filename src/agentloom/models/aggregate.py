@@ -4,9 +4,10 @@
 ``reasoning_details``), tool calls assembled by index — ``id`` and ``name`` are set once
 and repeats ignored, only ``arguments`` are concatenated — usage and the finish frame.
 ``Aggregator.response`` validates the whole response (the stream ended with a terminal
-frame, every tool call has a name and its own id) and only then builds the
-``ModelResponse``; nothing is exposed or executed before that. A call that names a tool
-that was not offered, or whose arguments are not a JSON object, does not make the response
+frame; every tool call has a name and its own id: ``models.calls.broken_call``, the rule the
+gateway applies to the effective response too) and only then returns the
+``ModelResponse``; nothing is exposed or executed before that. A call that names a tool that
+was not offered, or whose arguments are not a JSON object, does not make the response
 invalid: only that call cannot run, and the model is told so (``models.calls``).
 
 What a failed Attempt had received is an ``IncompleteAttempt``: kept for the record,
@@ -22,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentloom.models.calls import broken_call
+from agentloom.models.codec import usage_to_dict
 from agentloom.models.errors import ModelAttemptError, finish_error, invalid_response, stream_cut
 from agentloom.models.ports import AttemptInfo, ModelAdapter
 from agentloom.models.timers import drive
@@ -84,7 +87,7 @@ class IncompleteAttempt:
             "reasoning": self.reasoning,
             "reasoning_details": [dict(d) for d in self.reasoning_details or ()] or None,
             "tool_calls": [c.to_dict() for c in self.tool_calls],
-            "usage": _usage_dict(self.usage),
+            "usage": usage_to_dict(self.usage),
             "finish_reason": self.finish_reason,
             "events": self.events,
         }
@@ -207,38 +210,26 @@ class Aggregator:
         if self._finish.reason == "error":
             failed = finish_error(self._finish.reason)
             raise failed.with_incomplete(self.incomplete(failed.error.code))
-        calls: list[ToolCall] = []
-        seen_ids: set[str] = set()
-        for fragment in self._fragments():
-            problem = _tool_call_problem(fragment, seen_ids)
-            if problem is not None:
-                err = invalid_response(problem, details={"tool_call_index": fragment.index})
-                raise err.with_incomplete(self.incomplete(err.error.code))
-            call_id = fragment.id or f"call_{fragment.index}"
-            seen_ids.add(call_id)
-            calls.append(ToolCall(
-                id=call_id, name=fragment.name or "", index=fragment.index,
-                arguments=fragment.arguments if fragment.arguments.strip() else "{}",
-            ))
+        # a call the provider sent without an id gets one from its index
+        calls = tuple(ToolCall(
+            id=fragment.id or f"call_{fragment.index}", name=fragment.name or "",
+            index=fragment.index,
+            arguments=fragment.arguments if fragment.arguments.strip() else "{}",
+        ) for fragment in self._fragments())
+        broken = broken_call(calls)
+        if broken is not None:
+            err = invalid_response(broken[1], details={"tool_call_index": broken[0].index})
+            raise err.with_incomplete(self.incomplete(err.error.code))
         return ModelResponse(
             text="".join(self._text),
             reasoning="".join(self._reasoning) or None,
             reasoning_details=tuple(self._details) or None,
-            tool_calls=tuple(calls),
+            tool_calls=calls,
             finish_reason=self._finish.reason,
             usage=self._usage,
             model=self._finish.model,
             response_id=self._finish.response_id,
         )
-
-
-def _tool_call_problem(fragment: ToolCallFragment, seen_ids: set[str]) -> str | None:
-    where = f"tool call #{fragment.index}"
-    if not fragment.name:
-        return f"{where} has no tool name"
-    if fragment.id and fragment.id in seen_ids:
-        return f"{where} repeats the id {fragment.id!r} of another tool call"
-    return None
 
 
 def _merge_usage(old: Usage | None, new: Usage) -> Usage:
@@ -251,18 +242,6 @@ def _merge_usage(old: Usage | None, new: Usage) -> Usage:
         cached_tokens=new.cached_tokens if new.cached_tokens is not None else old.cached_tokens,
         total_tokens=new.total_tokens if new.total_tokens is not None else old.total_tokens,
     )
-
-
-def _usage_dict(usage: Usage | None) -> dict[str, int | None] | None:
-    if usage is None:
-        return None
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "reasoning_tokens": usage.reasoning_tokens,
-        "cached_tokens": usage.cached_tokens,
-        "total_tokens": usage.total_tokens,
-    }
 
 
 async def complete_once(

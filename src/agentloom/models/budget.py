@@ -9,7 +9,9 @@ Rules (000 §4):
   ``min(4096, floor(W / 4))`` labelled ``output_limit_source="platform_default"`` — a platform
   budget, never presented as the model's real limit.
 
-How W and O are spent on a request is the context manager's business, not this module's.
+``resolve_descriptor`` is the one place these rules live: the agent loop's budget
+(``agent.compaction.Budget.of``) takes W and O from it. How W and O are spent on a request is
+the compaction stage's business, not this module's.
 """
 
 from __future__ import annotations
@@ -42,10 +44,11 @@ def resolve_descriptor(
     *,
     configured_window: int | None,
     configured_output_limit: int | None,
-    model: str,
+    model: str | None,
     config_path: str = "agents.<agent>.model",
 ) -> ModelDescriptor:
-    """The descriptor a release freezes for ``model``: W and O with their sources.
+    """The descriptor of ``model``: W and O with their sources (``provider`` ``None``: only
+    the configured values are known; ``model`` ``None``: messages name no model).
 
     ``source`` is where W came from; ``output_limit_source`` is where O came from. Provider
     ``fetched_at`` and ``extras`` are kept.
@@ -53,21 +56,22 @@ def resolve_descriptor(
     Raises:
         ConfigError: W is unknown (set ``{config_path}.window``), a configured value is
             not a positive integer or exceeds what the provider states, or O leaves no room for
-            input in W (set ``{config_path}.max_output_tokens``).
+            input in W (set ``{config_path}.output_limit``).
     """
     known_window = provider.window if provider is not None else None
     known_output = provider.output_limit if provider is not None else None
     window_key = f"{config_path}.{WINDOW_KEY}"
     output_key = f"{config_path}.{OUTPUT_LIMIT_KEY}"
-    _positive(configured_window, window_key, model)
-    _positive(configured_output_limit, output_key, model)
+    named = f"model {model!r}: " if model else ""
+    _positive(configured_window, window_key, named)
+    _positive(configured_output_limit, output_key, named)
 
     window: int
     source: DescriptorSource
     if configured_window is not None:
         if known_window is not None and configured_window > known_window:
             raise ConfigError(
-                f"model {model!r}: {window_key}={configured_window} exceeds the provider's window "
+                f"{named}{window_key}={configured_window} exceeds the provider's window "
                 f"{known_window}; set it to at most {known_window} or remove it",
                 code="MODEL_WINDOW_INVALID",
             )
@@ -76,7 +80,7 @@ def resolve_descriptor(
         window, source = known_window, "provider"
     else:
         raise ConfigError(
-            f"model {model!r}: the context window is unknown (the provider does not state it); "
+            f"{named}the context window is unknown (the provider does not state it); "
             f"set {window_key} in the agent config",
             code="MODEL_WINDOW_UNKNOWN",
         )
@@ -86,13 +90,13 @@ def resolve_descriptor(
     if configured_output_limit is not None:
         if known_output is not None and configured_output_limit > known_output:
             raise ConfigError(
-                f"model {model!r}: {output_key}={configured_output_limit} exceeds the provider's "
+                f"{named}{output_key}={configured_output_limit} exceeds the provider's "
                 f"output limit {known_output}; set it to at most {known_output}",
                 code="MODEL_OUTPUT_LIMIT_INVALID",
             )
         if configured_output_limit >= window:
             raise ConfigError(
-                f"model {model!r}: {output_key}={configured_output_limit} leaves no room for input "
+                f"{named}{output_key}={configured_output_limit} leaves no room for input "
                 f"in a window of {window}; set it below {window}",
                 code="MODEL_OUTPUT_LIMIT_INVALID",
             )
@@ -100,7 +104,7 @@ def resolve_descriptor(
     elif known_output is not None:
         if known_output >= window:
             raise ConfigError(
-                f"model {model!r}: the provider's output limit {known_output} leaves no room for "
+                f"{named}the provider's output limit {known_output} leaves no room for "
                 f"input in a window of {window}; set {output_key} below {window}",
                 code="MODEL_OUTPUT_LIMIT_INVALID",
             )
@@ -109,7 +113,7 @@ def resolve_descriptor(
         output, output_source = platform_output_reserve(window), "platform_default"
 
     return ModelDescriptor(
-        provider_model_id=provider.provider_model_id if provider is not None else model,
+        provider_model_id=provider.provider_model_id if provider is not None else model or "",
         window=window,
         output_limit=output,
         source=source,
@@ -119,6 +123,6 @@ def resolve_descriptor(
     )
 
 
-def _positive(value: int | None, key: str, model: str) -> None:
+def _positive(value: int | None, key: str, named: str) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"model {model!r}: {key} must be a positive integer, not {value!r}")
+        raise ConfigError(f"{named}{key} must be a positive integer, not {value!r}")

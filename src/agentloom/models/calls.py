@@ -15,8 +15,11 @@ code                   category        the model is told
 =====================  ==============  =====================================================
 
 The first line of a problem's message states the fault; the rest says how to correct it.
-A response broken as a whole — a call without a name, a missing or repeated call id, a
-stream cut off — is still refused (``aggregate``, ``gateway.check_response``).
+A response broken as a whole — a call without a name, a missing or repeated call id — is
+refused (``MODEL_RESPONSE_INVALID``): ``check_response`` / ``broken_call`` is that one rule,
+applied by the Aggregator to the response an Attempt assembled (``aggregate``) and by the
+gateway to the effective response after the after-hooks (``gateway``). A stream cut off is
+refused before (``aggregate``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from typing import Any
 from agentloom.errors import OperationError
 from agentloom.models.types import ModelResponse, ToolCall, ToolDef
 
-__all__ = ["INVALID_ARGUMENTS", "TOOL_NOT_OFFERED", "arguments_problem", "call_problem",
+__all__ = ["INVALID_ARGUMENTS", "MODEL_RESPONSE_INVALID", "RESPONSE_INVALID_CODES",
+           "TOOL_NOT_OFFERED", "arguments_problem", "broken_call", "call_problem", "check_response",
            "mark_calls", "parse_arguments"]
 
 TOOL_NOT_OFFERED = "TOOL_NOT_OFFERED"
@@ -37,6 +41,33 @@ INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
 NAME_SHOWN = 100  # characters of a name the model made up, quoted back to it
 NAMES_SHOWN = 60  # offered tool names listed
 SCHEMA_SHOWN = 4_000  # characters of a parameter schema quoted; a longer one is referred to
+
+MODEL_RESPONSE_INVALID = "MODEL_RESPONSE_INVALID"
+"""The error code of a complete response that may not be delivered (``check_response``)."""
+RESPONSE_INVALID_CODES = frozenset({MODEL_RESPONSE_INVALID, "MODEL_INVALID_RESPONSE"})
+"""``MODEL_RESPONSE_INVALID`` and the code an Attempt's refusal had in runs stored before #13:
+a replayed run must take the same turn again."""
+
+
+def broken_call(tool_calls: Sequence[ToolCall]) -> tuple[ToolCall, str] | None:
+    """The first call that makes a complete response invalid, and why: it has no tool name,
+    or no id, or the id of an earlier call. ``None`` when every call may be delivered (a
+    call that cannot run is still delivered, with its ``problem``: see ``mark_calls``)."""
+    seen: set[str] = set()
+    for call in tool_calls:
+        if not call.name:
+            return call, f"tool call #{call.index} has no tool name"
+        if not call.id or call.id in seen:
+            why = f"it repeats the id {call.id!r} of another tool call" if call.id else "it has none"
+            return call, f"tool call #{call.index} ({call.name}) has a missing or repeated id: {why}"
+        seen.add(call.id)
+    return None
+
+
+def check_response(response: ModelResponse) -> str | None:
+    """Why ``response`` may not be delivered (``broken_call``), or None."""
+    found = broken_call(response.tool_calls)
+    return None if found is None else found[1]
 
 
 def mark_calls(response: ModelResponse, tools: Sequence[ToolDef]) -> ModelResponse:

@@ -49,6 +49,7 @@ import httpx2
 import openai
 
 from agentloom.errors import AgentLoomError, ErrorCategory, ExternalOutcome, OperationError
+from agentloom.models.calls import MODEL_RESPONSE_INVALID
 
 if TYPE_CHECKING:
     from agentloom.models.aggregate import IncompleteAttempt
@@ -67,7 +68,6 @@ MODEL_CONFLICT = "MODEL_CONFLICT"
 MODEL_PROVIDER_ERROR = "MODEL_PROVIDER_ERROR"
 MODEL_STREAM_ERROR = "MODEL_STREAM_ERROR"
 MODEL_PROTOCOL_ERROR = "MODEL_PROTOCOL_ERROR"
-MODEL_INVALID_RESPONSE = "MODEL_INVALID_RESPONSE"
 MODEL_FIRST_OUTPUT_TIMEOUT = "MODEL_FIRST_OUTPUT_TIMEOUT"
 MODEL_STREAM_IDLE_TIMEOUT = "MODEL_STREAM_IDLE_TIMEOUT"
 RUN_DEADLINE_EXCEEDED = "RUN_DEADLINE_EXCEEDED"
@@ -317,7 +317,7 @@ def protocol_error(message: str, *, outcome: ExternalOutcome = "unknown") -> Mod
 
 def invalid_response(message: str, *, details: dict[str, Any] | None = None) -> ModelAttemptError:
     """A complete response that fails validation: the model's output is known and unusable."""
-    return failure(MODEL_INVALID_RESPONSE, "protocol", message, outcome="known", details=details)
+    return failure(MODEL_RESPONSE_INVALID, "protocol", message, outcome="known", details=details)
 
 
 def finish_error(reason: str) -> ModelAttemptError:

@@ -17,26 +17,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.catalog import CapabilitySpec
 from agentloom.errors import AgentLoomError, ConfigError, OperationError, RegistrationError
-from agentloom.models.gateway import (
-    EFFORTS,
-    MODEL_REQUEST_INVALID,
-    ROLES,
-    message_to_dict,
-    model_key,
-    model_name,
-    payload_to_request,
-    request_to_payload,
-    response_to_dict,
-    tool_to_dict,
-)
+from agentloom.models.codec import MODEL_PAYLOAD_SCHEMA, payload_to_request, response_to_dict
+from agentloom.models.gateway import MODEL_REQUEST_INVALID, hand_back, model_key, model_name, sent_request
 from agentloom.models.ports import DEFAULT_FINISH_GRACE_S, AttemptInfo, Connection, ModelAdapter
-from agentloom.models.types import ModelRequest
-from agentloom.pipeline.ports import AttemptContext, CapabilityHandler, CapabilityRequest
+from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.results import JsonBlock, ResultStatus, ToolResult
 
 if TYPE_CHECKING:
@@ -52,78 +41,6 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]{1,58}$")
 
 
 # -- the catalog entry ---------------------------------------------------------------------------
-
-
-def _open_object() -> dict[str, Any]:
-    return {"type": "object", "additionalProperties": True}
-
-
-def _nullable(kind: str) -> dict[str, Any]:
-    return {"type": [kind, "null"]}
-
-
-_TOOL_CALL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string"},
-        "name": {"type": "string"},
-        "arguments": {"type": "string"},
-        "index": {"type": "integer", "minimum": 0},
-    },
-    "required": ["id", "name", "arguments"],
-    "additionalProperties": False,
-}
-
-#: The payload of a model request (``request_to_payload``): what before-hooks may patch.
-#: Open only where the content is the provider's or the tool's own JSON.
-MODEL_PAYLOAD_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "messages": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "role": {"enum": list(ROLES)},
-                    "content": _nullable("string"),
-                    "tool_calls": {"type": "array", "items": _TOOL_CALL_SCHEMA},
-                    "tool_call_id": _nullable("string"),
-                    "name": _nullable("string"),
-                    "reasoning": _nullable("string"),
-                    "reasoning_details": {"type": ["array", "null"], "items": _open_object()},
-                },
-                "required": ["role"],
-                "additionalProperties": False,
-            },
-        },
-        "tools": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string", "minLength": 1},
-                    "description": {"type": "string"},
-                    "parameters": _open_object(),
-                },
-                "required": ["name", "description", "parameters"],
-                "additionalProperties": False,
-            },
-        },
-        "output_format": {"anyOf": [{"enum": ["text", "json_object"]}, _open_object()]},
-        "think": {
-            "type": ["object", "null"],
-            "properties": {
-                "enabled": _nullable("boolean"),
-                "effort": {"enum": [*EFFORTS, None]},
-            },
-            "additionalProperties": False,
-        },
-        "max_output_tokens": {"type": ["integer", "null"], "minimum": 1},
-    },
-    "required": ["messages"],
-    "additionalProperties": False,
-}
 
 
 def model_capability(
@@ -166,6 +83,7 @@ class ModelHandler:
     #: A generation has no external side effect: an Attempt lost in a crash is issued again
     #: (000 §4), and its intent is committed with its result when no before-hook runs.
     rerunnable = True
+    recoverable = False
 
     def __init__(
         self,
@@ -175,7 +93,6 @@ class ModelHandler:
         first_output_timeout_s: float = 60.0,
         stream_idle_timeout_s: float | None = None,
         finish_grace_s: float = DEFAULT_FINISH_GRACE_S,
-        payloads: PayloadCache | None = None,
     ) -> None:
         try:  # validated once here, not on every Attempt
             AttemptInfo(first_output_timeout_s=first_output_timeout_s,
@@ -190,7 +107,6 @@ class ModelHandler:
         self._given: ModelAdapter | None = None if isinstance(source, Connection) else source
         self._built: ModelAdapter | None = None
         self._built_on: asyncio.AbstractEventLoop | None = None
-        self._payloads = payloads
 
     def describe(self) -> str:
         if self._connection is not None:
@@ -221,9 +137,8 @@ class ModelHandler:
         from agentloom.models.aggregate import Aggregator, complete_once
         from agentloom.models.errors import ModelAttemptError
 
-        try:
-            recalled = self._payloads.recall(request.arguments) if self._payloads else None
-            model_request = recalled or payload_to_request(request.arguments)
+        try:  # typed as the gateway sent it, unless a before-hook changed the payload
+            model_request = sent_request(request.arguments) or payload_to_request(request.arguments)
         except ValueError as exc:
             return ToolResult(status="failed", error=OperationError(
                 code=MODEL_REQUEST_INVALID, category="validation", phase="validate",
@@ -236,7 +151,9 @@ class ModelHandler:
             response = await complete_once(self.adapter(), model_request, attempt, aggregator=aggregator)
         except ModelAttemptError as exc:
             return _failed(exc, exc.incomplete or aggregator.incomplete(exc.error.code))
-        return ToolResult.success(JsonBlock(response_to_dict(response)))
+        raw = response_to_dict(response)  # the stored form, encoded once
+        hand_back(raw, response)
+        return ToolResult.success(JsonBlock(raw))
 
 
 def _failed(exc: ModelAttemptError, incomplete: IncompleteAttempt) -> ToolResult:
@@ -266,78 +183,6 @@ def _own_error(exc: ModelAttemptError) -> OperationError | None:
     return None
 
 
-# -- the payload cache ---------------------------------------------------------------------------
-
-
-class PayloadCache:
-    """Builds a request's payload from parts it has seen before (000 §4: an agent's history
-    grows by a few messages a turn; its earlier messages are the same objects every turn).
-
-    Each ``Message`` / ``ToolDef`` object is turned into its JSON form once and checked once
-    against *its item* of ``MODEL_PAYLOAD_SCHEMA``; the rest of the payload is checked with the
-    whole schema on a one-message, no-tool copy. A payload whose every part passed is exactly
-    one the whole schema accepts (array items are checked independently), so the pipeline need
-    not walk the history again; any part that failed leaves the payload to the pipeline's full
-    check, with its usual error. ``sent`` lets the handler take the typed request back instead
-    of parsing the payload, when the payload it is handed is still the one built here.
-    """
-
-    LIMIT = 50_000
-
-    def __init__(self) -> None:
-        from agentloom.catalog import ArgumentValidator
-
-        props = MODEL_PAYLOAD_SCHEMA["properties"]
-        self._message_ok = ArgumentValidator(props["messages"]["items"]).is_valid
-        self._tool_ok = ArgumentValidator(props["tools"]["items"]).is_valid
-        self._rest_ok = ArgumentValidator(MODEL_PAYLOAD_SCHEMA).is_valid
-        self._parts: dict[int, tuple[object, dict[str, Any], bool]] = {}
-        self.sent: dict[int, tuple[dict[str, Any], ModelRequest]] = {}
-
-    def _part(self, obj: object, build: Callable[[Any], dict[str, Any]],
-              ok: Callable[[Any], bool]) -> tuple[dict[str, Any], bool]:
-        found = self._parts.get(id(obj))
-        if found is None or found[0] is not obj:
-            if len(self._parts) >= self.LIMIT:
-                for key in list(self._parts)[: self.LIMIT // 2]:
-                    del self._parts[key]
-            value = build(obj)
-            found = self._parts[id(obj)] = (obj, value, ok(value))
-        return found[1], found[2]
-
-    def payload(self, request: ModelRequest) -> tuple[dict[str, Any], bool]:
-        """``request_to_payload(request)`` and whether it is known to match the schema."""
-        checked = True
-        messages = []
-        for m in request.messages:
-            value, ok = self._part(m, message_to_dict, self._message_ok)
-            messages.append(value)
-            checked = checked and ok
-        tools = []
-        for t in request.tools:
-            value, ok = self._part(t, tool_to_dict, self._tool_ok)
-            tools.append(value)
-            checked = checked and ok
-        payload = request_to_payload(request, messages=messages, tools=tools)
-        if checked:
-            checked = bool(messages) and self._rest_ok({**payload, "messages": messages[:1],
-                                                        "tools": []})
-        return payload, checked
-
-    def recall(self, arguments: Mapping[str, Any]) -> ModelRequest | None:
-        """The typed request ``arguments`` were built from, when they are still exactly that."""
-        messages = arguments.get("messages")
-        found = self.sent.get(id(messages))
-        if found is None:
-            return None
-        payload, request = found
-        if payload["messages"] is not messages or payload["tools"] is not arguments.get("tools") \
-                or any(payload[k] != arguments.get(k) for k in payload
-                       if k not in ("messages", "tools")) or len(arguments) != len(payload):
-            return None
-        return request
-
-
 # -- the owner ----------------------------------------------------------------------------------
 
 
@@ -345,13 +190,12 @@ class ModelManager:
     """The one owner of ``event_type="model"`` requests on the bus: maps a catalog spec's
     ``handler_ref`` (``model:<name>``) to that connection's handler.
 
-    Owns: the model handlers and specs, and the payload cache. Does not own: retries, streaming
+    Owns: the model handlers and specs. Does not own: retries, streaming
     clocks or ``model.*`` observations (``ModelGateway``), nor the tools a model asks for."""
 
     def __init__(self) -> None:
         self._handlers: dict[str, CapabilityHandler] = {}
         self._specs: dict[str, CapabilitySpec] = {}
-        self.payloads = PayloadCache()
 
     def register(self, handler_ref: str, handler: CapabilityHandler) -> None:
         """Register the raw handler behind ``handler_ref`` (one handler per reference)."""
@@ -380,8 +224,7 @@ class ModelManager:
         """
         handler = ModelHandler(
             name, source, first_output_timeout_s=first_output_timeout_s,
-            stream_idle_timeout_s=stream_idle_timeout_s, finish_grace_s=finish_grace_s,
-            payloads=self.payloads)
+            stream_idle_timeout_s=stream_idle_timeout_s, finish_grace_s=finish_grace_s)
         spec = model_capability(name, description=handler.describe())
         self.register(spec.handler_ref, handler)
         self._specs[spec.capability_key] = spec

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, TypeAlias
 
+from agentloom.attempts import AttemptContext
+from agentloom.cancel import CancelToken
 from agentloom.errors import ErrorCategory
 from agentloom.models.types import (
     STRUCTURED_FORMATS,
@@ -29,8 +31,6 @@ from agentloom.models.types import (
     StructuredFormat,
     Usage,
 )
-from agentloom.pipeline.cancel import CancelToken
-from agentloom.pipeline.ports import AttemptContext
 
 WireProtocol: TypeAlias = Literal["chat", "responses"]
 MaxTokensParam: TypeAlias = Literal["max_tokens", "max_completion_tokens"]

@@ -14,6 +14,12 @@ from agentloom.errors import OperationError
 
 Role = Literal["system", "user", "assistant", "tool"]
 
+_PayloadMemo: TypeAlias = tuple[dict[str, Any], bool]
+"""A message's or tool's payload form and whether it passed its item of the payload schema:
+kept on the value by ``models.codec.encode_request`` the first time the value is sent (an
+agent re-sends its whole history every turn). Not an input, not compared, not in ``repr``;
+``dataclasses.replace`` starts a new value without it."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCall:
@@ -44,6 +50,7 @@ class Message:
     name: str | None = None
     reasoning: str | None = None
     reasoning_details: tuple[Mapping[str, Any], ...] | None = None
+    _payload: _PayloadMemo | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,6 +60,7 @@ class ToolDef:
     name: str
     description: str
     parameters: Mapping[str, Any]
+    _payload: _PayloadMemo | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""The ordered hook chain of one operation (000 §5.2, §5.5), as a mixin of the pipeline.
+"""The ordered hook chain of one timing of one call (000 §5.2, §5.5).
 
 Each hook runs on a read-only event; its decision and normalised change set are
 validated, applied and committed with the advanced cursor before the next hook
@@ -9,111 +9,88 @@ hook is ``abandoned`` and the call ``cancelled``. After a crash, a hook that
 started without a committed decision is ``indeterminate``: recorded, not run
 again, fail-open. A hook with ``on_failure: deny`` that fails, times out, returns no
 valid decision, has its patch dropped or is ``indeterminate`` denies the call instead.
+
+Owns: running, recording and resuming the hooks of one timing. Does not own: the call's
+other phases or how a deny or a stop ends it (``pipeline.call``), nor which hooks match
+(``hooks.manager``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentloom.catalog import CapabilityRegistry, CapabilitySpec
-from agentloom.context.manager import ContextManager, call_record_id
+from agentloom.context.manager import call_record_id
 from agentloom.errors import CatalogError, RevisionConflict
-from agentloom.hooks.manager import HookManager
 from agentloom.hooks.patch import CallRecord, ChangeSet, PatchInvalid, apply_ops, normalise
 from agentloom.hooks.shapes import check_payload, check_result
-from agentloom.hooks.spec import FAILURE_STATUSES, HookSpec
+from agentloom.hooks.spec import FAILURE_STATUSES, HookSpec, Timing
 from agentloom.pipeline import crashpoints
-from agentloom.pipeline.context import Request
-from agentloom.pipeline.ports import Observer
-from agentloom.pipeline.records import OperationState, hook_row
+from agentloom.pipeline.records import hook_row
 from agentloom.results import OperationResult, ToolResult
-from agentloom.store.ports import Op, Store
+from agentloom.store.ports import Op
+
+if TYPE_CHECKING:
+    from agentloom.pipeline.call import Call
 
 BEFORE_WRITABLE = ("/payload",)
 AFTER_WRITABLE = ("/result/content", "/result/metadata", "/result/artifacts")
 
 
 class HookChain:
-    """Hook-chain steps of ``InvocationPipeline``; the pipeline supplies the collaborators."""
+    """The hooks of one call at one timing, in order; ``run`` and ``resume`` return the
+    call's envelope when a hook ends it (a deny, a stop), else ``None``."""
 
-    store: Store
-    registry: CapabilityRegistry
-    hooks: HookManager
-    context: ContextManager
-    observer: Observer | None
+    __slots__ = ("call", "hooks", "timing")
 
-    def _warn(self, state: OperationState, timing: str, record: dict[str, Any]) -> None:
-        """Announce a hook that failed, could not decide or had its patch dropped
-        (``hook.warning``: the CLI prints one line for it while the run goes on)."""
-        status = str(record.get("status"))
-        dropped = record.get("patch_error")
-        if self.observer is None or (status not in FAILURE_STATUSES and not dropped):
-            return
-        if dropped:
-            code, message = dropped["code"], dropped["message"]
-        else:
-            code, message = f"HOOK_{status.upper()}", str(record.get("diagnostic") or status)
-        self.observer("hook.warning", {
-            "run_id": state.run_id, "operation_id": state.operation_id,
-            "capability": state.capability_key, "hook_id": record.get("hook_id"),
-            "timing": timing, "status": status, "code": code, "message": message,
-            "denied": record.get("on_failure") == "deny"})
+    def __init__(self, call: Call, timing: Timing, hooks: tuple[HookSpec, ...]) -> None:
+        self.call = call
+        self.timing = timing
+        self.hooks = hooks
 
-    async def _commit(self, request: Request, ops: list[Op]) -> None:
-        raise NotImplementedError
+    @classmethod
+    def recorded(cls, call: Call, timing: Timing) -> HookChain:
+        """The chain ``call``'s operation recorded for ``timing`` when it reached it."""
+        state, manager = call.state, call.pipeline.hooks
+        chain: list[HookSpec] = []
+        for hook_id in state.chain.get(timing, []):
+            hook = manager.get(hook_id)
+            if hook is None:
+                raise CatalogError(
+                    f"operation {state.operation_id} was started with hook {hook_id!r}, "
+                    "which is no longer configured; restore it to recover this run",
+                    code="HOOK_CONFIG_CHANGED",
+                )
+            chain.append(hook)
+        return cls(call, timing, tuple(chain))
 
-    async def _deny(
-        self, state: OperationState, request: Request, hook: HookSpec, position: int,
-        timing: str, record: dict[str, Any], *, status: str = "succeeded",
-    ) -> OperationResult:
-        raise NotImplementedError
+    def started(self, position: int) -> Op:
+        """The row saying hook ``position`` started (committed before it runs)."""
+        state = self.call.state
+        hook_id = self.hooks[position].hook_id
+        return hook_row(state.operation_id, self.timing, position, hook_id=hook_id,
+                        status="started",
+                        data={"hook_id": hook_id, "input_version": state.payload_version})
 
-    async def _deny_on_failure(
-        self, state: OperationState, request: Request, hook: HookSpec, position: int,
-        timing: str, record: dict[str, Any], why: str,
-    ) -> OperationResult:
-        """``on_failure: deny``: the hook could not decide, so the call is denied; the hook's
-        own status (``failed``, ``timed_out``, ``invalid``, ``indeterminate``) is kept."""
-        record["decision"] = "deny"
-        record["on_failure"] = "deny"
-        record["reason"] = f"hook {hook.hook_id} could not decide: {why} (on_failure: deny)"
-        if record["status"] in FAILURE_STATUSES:
-            self._warn(state, timing, record)
-        return await self._deny(state, request, hook, position, timing, record,
-                                status=str(record["status"]))
-
-    async def _stopped(
-        self, state: OperationState, request: Request, hook: HookSpec, position: int,
-        timing: str, record: dict[str, Any],
-    ) -> OperationResult:
-        raise NotImplementedError
-
-    async def _run_chain(
-        self,
-        state: OperationState,
-        request: Request,
-        spec: CapabilitySpec,
-        chain: tuple[HookSpec, ...],
-        start: int,
-        timing: str,
-    ) -> OperationResult | None:
+    async def run(self, start: int = 0) -> OperationResult | None:
         """Run hooks ``start..`` in order, committing each; return the envelope on a deny."""
-        for position in range(start, len(chain)):
-            hook = chain[position]
-            event = self._hook_event(state, request, timing)
-            run = await self.hooks.run(hook, event, cancel=request.context.cancel)
+        call, timing = self.call, self.timing
+        state, manager = call.state, call.pipeline.hooks
+        for position in range(start, len(self.hooks)):
+            hook = self.hooks[position]
+            event = self._event()
+            run = await manager.run(hook, event, cancel=call.request.context.cancel)
             record: dict[str, Any] = {
-                "hook_id": hook.hook_id, "config_version": self.hooks.version,
+                "hook_id": hook.hook_id, "config_version": manager.version,
                 "input_version": state.payload_version, "status": run.status,
                 "diagnostic": run.diagnostic,
             }
             if run.status == "abandoned":
-                return await self._stopped(state, request, hook, position, timing, record)
+                return await call.stopped(hook, position, timing, record)
             if run.status in FAILURE_STATUSES and hook.on_failure == "deny":
-                return await self._deny_on_failure(state, request, hook, position, timing,
-                                                   record, run.diagnostic or run.status)
+                return await self._deny_on_failure(hook, position, record,
+                                                   run.diagnostic or run.status)
             if run.status in FAILURE_STATUSES:
-                self._warn(state, timing, record)
+                self._warn(record)
             changes = ChangeSet((), ())
             context_ops: list[Op] = []
             parsed = run.decision
@@ -124,9 +101,7 @@ class HookChain:
                 patch_error = parsed.patch_error
                 if patch_error is None and (parsed.payload_patch or parsed.context_patch):
                     try:
-                        changes, new_doc, context_ops = self._prepare_changes(
-                            state, request, spec, parsed, timing, event, hook
-                        )
+                        changes, new_doc, context_ops = self._prepare_changes(parsed, event, hook)
                     except PatchInvalid as exc:
                         patch_error = exc
                 if patch_error is not None:
@@ -134,23 +109,23 @@ class HookChain:
                     record["patch_error"] = {"code": patch_error.code,
                                              "message": patch_error.message}
                     if parsed.decision != "deny" and hook.on_failure == "deny":
-                        self._warn(state, timing, record)
+                        self._warn(record)
                         return await self._deny_on_failure(
-                            state, request, hook, position, timing, record,
+                            hook, position, record,
                             f"its patch was dropped ({patch_error.code}: {patch_error.message})")
                 record["change_hash"] = None if changes.empty else changes.digest()
                 record["changes"] = changes.to_dict() if not changes.empty else None
                 if patch_error is not None:
-                    self._warn(state, timing, record)
+                    self._warn(record)
                 if parsed.decision == "deny":
-                    return await self._deny(state, request, hook, position, timing, record)
+                    return await call.deny(hook, position, timing, record)
             snapshot = (state.payload, state.payload_version, state.call_revision, state.result)
             accepted: list[Op] = []
             if new_doc is not None and not changes.empty:
-                accepted = self._accept_changes(state, request, timing, new_doc, hook)
+                accepted = self._accept_changes(new_doc, hook)
             try:
-                await self._commit_hook(state, request, chain, position, timing, hook, run.status,
-                                        record, [*accepted, *context_ops])
+                await self._commit_hook(position, record, [*accepted, *context_ops],
+                                        status=run.status)
             except RevisionConflict:
                 if not context_ops:
                     raise
@@ -159,37 +134,93 @@ class HookChain:
                 record["patch_error"] = {"code": "HOOK_PATCH_STALE", "message":
                                          "a context record changed concurrently; patch dropped"}
                 record["change_hash"] = record["changes"] = None
-                await self._commit_hook(state, request, chain, position, timing, hook,
-                                        run.status, record, [])
+                await self._commit_hook(position, record, [], status=run.status)
             crashpoints.reached("hook_committed")
         return None
 
-    async def _commit_hook(
-        self, state: OperationState, request: Request, chain: tuple[HookSpec, ...],
-        position: int, timing: str, hook: HookSpec, status: str, record: dict[str, Any],
-        extra: list[Op],
-    ) -> None:
+    async def resume(self) -> OperationResult | None:
+        """Continue an interrupted chain at its committed cursor; the envelope on a deny."""
+        call, timing = self.call, self.timing
+        state = call.state
+        cursor = state.cursor or {"timing": timing, "position": 0}
+        position = int(cursor.get("position", 0))
+        if position >= len(self.hooks):
+            return None
+        rows = call.pipeline.store.query("hook_invocations", {
+            "operation_id": state.operation_id, "timing": timing, "position": position})
+        if rows and rows[0]["status"] == "started":
+            hook = self.hooks[position]
+            if hook.on_failure == "deny":
+                record: dict[str, Any] = {
+                    "hook_id": hook.hook_id, "config_version": call.pipeline.hooks.version,
+                    "input_version": state.payload_version, "status": "indeterminate",
+                    "diagnostic": "the runtime stopped while this hook ran; its decision "
+                    "was lost and it was not run again"}
+                return await self._deny_on_failure(hook, position, record,
+                                                   "its decision was lost in a crash")
+            position = await self._settle_interrupted_hook(position)
+            if position >= len(self.hooks):
+                return None
+        return await self.run(position)
+
+    # -- steps -------------------------------------------------------------------------------
+    def _warn(self, record: dict[str, Any]) -> None:
+        """Announce a hook that failed, could not decide or had its patch dropped
+        (``hook.warning``: the CLI prints one line for it while the run goes on)."""
+        observer = self.call.pipeline.observer
+        status = str(record.get("status"))
+        dropped = record.get("patch_error")
+        if observer is None or (status not in FAILURE_STATUSES and not dropped):
+            return
+        if dropped:
+            code, message = dropped["code"], dropped["message"]
+        else:
+            code, message = f"HOOK_{status.upper()}", str(record.get("diagnostic") or status)
+        state = self.call.state
+        observer("hook.warning", {
+            "run_id": state.run_id, "operation_id": state.operation_id,
+            "capability": state.capability_key, "hook_id": record.get("hook_id"),
+            "timing": self.timing, "status": status, "code": code, "message": message,
+            "denied": record.get("on_failure") == "deny"})
+
+    async def _deny_on_failure(
+        self, hook: HookSpec, position: int, record: dict[str, Any], why: str,
+    ) -> OperationResult:
+        """``on_failure: deny``: the hook could not decide, so the call is denied; the hook's
+        own status (``failed``, ``timed_out``, ``invalid``, ``indeterminate``) is kept."""
+        record["decision"] = "deny"
+        record["on_failure"] = "deny"
+        record["reason"] = f"hook {hook.hook_id} could not decide: {why} (on_failure: deny)"
+        if record["status"] in FAILURE_STATUSES:
+            self._warn(record)
+        return await self.call.deny(hook, position, self.timing, record,
+                                    status=str(record["status"]))
+
+    async def _commit_hook(self, position: int, record: dict[str, Any], extra: list[Op], *,
+                           status: str) -> None:
         """Commit one hook's decision, accepted change set and the advanced cursor together."""
+        state = self.call.state
         next_position = position + 1
         record["cursor"] = next_position
-        state.cursor = {"timing": timing, "position": next_position}
-        ops: list[Op] = [*extra, hook_row(state.operation_id, timing, position, hook.hook_id,
-                                          status, record, record.get("decision"))]
-        if next_position < len(chain):
-            ops.append(self._hook_started(state, timing, next_position, chain[next_position]))
-        await self._commit(request, [state.row(), *ops])
+        state.cursor = {"timing": self.timing, "position": next_position}
+        ops: list[Op] = [*extra, hook_row(state.operation_id, self.timing, position,
+                                          hook_id=self.hooks[position].hook_id, status=status,
+                                          data=record, decision=record.get("decision"))]
+        if next_position < len(self.hooks):
+            ops.append(self.started(next_position))
+        await self.call.commit([state.row(), *ops])
 
     def _prepare_changes(
-        self, state: OperationState, request: Request, spec: CapabilitySpec, parsed: Any,
-        timing: str, event: dict[str, Any], hook: HookSpec,
+        self, parsed: Any, event: dict[str, Any], hook: HookSpec,
     ) -> tuple[ChangeSet, dict[str, Any], list[Op]]:
-        ctx = request.context
-        call = None
+        call, timing = self.call, self.timing
+        state, ctx = call.state, call.request.context
+        record = None
         if ctx.context_scope is not None and timing == "before":
-            call = CallRecord(call_record_id(state.operation_id), state.call_revision,
-                              "/arguments", "/payload")
+            record = CallRecord(call_record_id(state.operation_id), state.call_revision,
+                                "/arguments", "/payload")
         changes = normalise(
-            parsed.payload_patch, parsed.context_patch, call=call,
+            parsed.payload_patch, parsed.context_patch, call=record,
             writable=BEFORE_WRITABLE if timing == "before" else AFTER_WRITABLE,
             payload_version=state.payload_version,
         )
@@ -197,7 +228,8 @@ class HookChain:
         if timing == "before":
             payload = new_doc.get("payload")
             check_payload(payload)
-            errors = self.registry.validator(ctx.catalog, spec.capability_key).errors(payload)
+            validator = call.pipeline.registry.validator(ctx.catalog, call.capability.capability_key)
+            errors = validator.errors(payload)
             if errors and changes.ops:
                 raise PatchInvalid(
                     "HOOK_PATCH_INVALID",
@@ -211,110 +243,47 @@ class HookChain:
                 raise PatchInvalid("HOOK_PATCH_INVALID", f"patched result is invalid: {exc}") from exc
             if state.raw is not None and patched.status != state.raw["status"]:
                 raise PatchInvalid("HOOK_PATCH_PROTECTED", "a hook cannot change a result's status")
-        context_ops = self.context.prepare_changes(
+        context_ops = call.pipeline.context.prepare_changes(
             changes.context_changes, private_scope=ctx.context_scope,
             shared_scope=ctx.shared_scope, run_id=ctx.run_id, source=f"hook:{hook.hook_id}",
         )
         return changes, new_doc, context_ops
 
-    def _accept_changes(
-        self, state: OperationState, request: Request, timing: str,
-        new_doc: dict[str, Any], hook: HookSpec,
-    ) -> list[Op]:
-        ctx = request.context
-        if timing == "after":
+    def _accept_changes(self, new_doc: dict[str, Any], hook: HookSpec) -> list[Op]:
+        state = self.call.state
+        if self.timing == "after":
             state.result = new_doc["result"]
             return []
         state.payload = new_doc["payload"]
         state.payload_version += 1
-        if ctx.context_scope is None:
-            return []
-        state.call_revision += 1
-        return [
-            self.context.record_op(
-                scope_id=ctx.context_scope, run_id=state.run_id,
-                record_id=call_record_id(state.operation_id), revision=state.call_revision,
-                kind="tool_call", position=f"{state.operation_id}:0",
-                data={
-                    "operation_id": state.operation_id,
-                    "capability": state.capability_key,
-                    "arguments": state.payload,
-                    "proposed_arguments": state.request["proposed_arguments"],
-                    "source": f"hook:{hook.hook_id}",
-                },
-            )
-        ]
+        return self.call.call_record_ops(source=f"hook:{hook.hook_id}")
 
-    def _recorded_chain(self, state: OperationState, timing: str) -> tuple[HookSpec, ...]:
-        chain: list[HookSpec] = []
-        for hook_id in state.chain.get(timing, []):
-            hook = self.hooks.get(hook_id)
-            if hook is None:
-                raise CatalogError(
-                    f"operation {state.operation_id} was started with hook {hook_id!r}, "
-                    "which is no longer configured; restore it to recover this run",
-                    code="HOOK_CONFIG_CHANGED",
-                )
-            chain.append(hook)
-        return tuple(chain)
-
-    async def _resume_chain(
-        self, state: OperationState, request: Request, spec: CapabilitySpec,
-        chain: tuple[HookSpec, ...], timing: str,
-    ) -> OperationResult | None:
-        """Continue an interrupted chain at its committed cursor; the envelope on a deny."""
-        cursor = state.cursor or {"timing": timing, "position": 0}
-        position = int(cursor.get("position", 0))
-        if position >= len(chain):
-            return None
-        rows = self.store.query("hook_invocations", {"operation_id": state.operation_id,
-                                                     "timing": timing, "position": position})
-        if rows and rows[0]["status"] == "started":
-            hook = chain[position]
-            if hook.on_failure == "deny":
-                record: dict[str, Any] = {
-                    "hook_id": hook.hook_id, "config_version": self.hooks.version,
-                    "input_version": state.payload_version, "status": "indeterminate",
-                    "diagnostic": "the runtime stopped while this hook ran; its decision "
-                    "was lost and it was not run again"}
-                return await self._deny_on_failure(state, request, hook, position, timing,
-                                                   record, "its decision was lost in a crash")
-            position = await self._settle_interrupted_hook(state, request, timing, chain,
-                                                           position)
-            if position >= len(chain):
-                return None
-        return await self._run_chain(state, request, spec, chain, position, timing)
-
-    async def _settle_interrupted_hook(
-        self, state: OperationState, request: Request, timing: str,
-        chain: tuple[HookSpec, ...], position: int,
-    ) -> int:
+    async def _settle_interrupted_hook(self, position: int) -> int:
         """A hook that started without a committed decision is ``indeterminate``: record it,
         keep the last effective value (fail-open) and never run it again. Returns the next
         position."""
-        hook = chain[position]
-        record = {"hook_id": hook.hook_id, "config_version": self.hooks.version,
+        state = self.call.state
+        hook = self.hooks[position]
+        record = {"hook_id": hook.hook_id, "config_version": self.call.pipeline.hooks.version,
                   "input_version": state.payload_version, "status": "indeterminate",
                   "diagnostic": "the runtime stopped while this hook ran; its decision "
                   "was lost and it was not run again (fail-open)",
                   "cursor": position + 1}
-        state.cursor = {"timing": timing, "position": position + 1}
-        ops: list[Op] = [hook_row(state.operation_id, timing, position, hook.hook_id,
-                                  "indeterminate", record)]
-        if position + 1 < len(chain):
-            ops.append(self._hook_started(state, timing, position + 1, chain[position + 1]))
-        await self._commit(request, [state.row(), *ops])
-        self._warn(state, timing, record)
+        state.cursor = {"timing": self.timing, "position": position + 1}
+        ops: list[Op] = [hook_row(state.operation_id, self.timing, position,
+                                  hook_id=hook.hook_id, status="indeterminate", data=record)]
+        if position + 1 < len(self.hooks):
+            ops.append(self.started(position + 1))
+        await self.call.commit([state.row(), *ops])
+        self._warn(record)
         return position + 1
 
-    def _hook_started(self, state: OperationState, timing: str, position: int, hook: HookSpec) -> Op:
-        return hook_row(state.operation_id, timing, position, hook.hook_id, "started",
-                        {"hook_id": hook.hook_id, "input_version": state.payload_version})
-
-    def _hook_event(self, state: OperationState, request: Request, timing: str) -> dict[str, Any]:
+    def _event(self) -> dict[str, Any]:
+        call = self.call
+        state, request = call.state, call.request
         ctx = request.context
         event: dict[str, Any] = {
-            "timing": timing,
+            "timing": self.timing,
             "event": request.event_type,
             "capability": state.capability_key,
             "model_name": request.model_name,
@@ -329,6 +298,6 @@ class HookChain:
         if ctx.context_scope is not None:
             event["context"] = {"call_record": {"record_id": call_record_id(state.operation_id),
                                                 "revision": state.call_revision}}
-        if timing == "after":
+        if self.timing == "after":
             event["result"] = state.result if state.result is not None else state.raw
         return event

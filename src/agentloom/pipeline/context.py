@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentloom.cancel import CancelToken
 from agentloom.catalog import ResolvedCatalog
 from agentloom.errors import OperationError
-from agentloom.pipeline.cancel import CancelToken
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.refs import OwnerRef
 
@@ -56,10 +56,10 @@ class Request:
     purpose: str | None = None
     call_id: str | None = None  # the model's id for this tool call (F14), when a model made it
     # The sender checked these arguments against the capability's schema part by part (the
-    # model gateway does, see models.manager.PayloadCache); unchanged, they are not re-walked.
+    # model gateway does, see models.codec.encode_request); unchanged, they are not re-walked.
     prevalidated: bool = False
     # The caller will ``flush`` its invocation: a re-runnable call that ends up in one commit
-    # may ride on the invocation's next commit instead (see InvocationPipeline._finish).
+    # may ride on the invocation's next commit instead (see pipeline.commits, Call.finish).
     defer_commit: bool = False
     # The call cannot run (a model named a tool it was not offered, or sent arguments that
     # are not a JSON object): it is recorded ``failed`` with this error and no Attempt.

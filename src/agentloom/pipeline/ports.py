@@ -7,54 +7,32 @@ pipeline for its own request and never retries by itself.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from agentloom.pipeline.cancel import CancelToken
+from agentloom.attempts import AttemptContext as AttemptContext  # re-exported: what a handler is handed
+from agentloom.attempts import CapabilityRequest as CapabilityRequest
 from agentloom.results import ToolResult
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CapabilityRequest:
-    """The frozen request a handler executes: exactly what the model will be told ran."""
+class CapabilityHandler(Protocol):
+    """The raw implementation of one capability: one call = one physical Attempt.
 
-    operation_id: str
-    resource_version_id: str
-    capability_key: str
-    arguments: Mapping[str, Any]
+    Its traits tell the pipeline what it may do with a call whose Attempt was interrupted;
+    every handler declares both (a class that subclasses this Protocol inherits the
+    defaults, ``False``: an interrupted Attempt's outcome is ``unknown`` and it is never run
+    again).
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AttemptContext:
-    """Trusted facts for one physical Attempt. Handlers get this, never the store.
-
-    ``deadline`` is a wall-clock epoch in seconds (``time.time()`` scale): the run
-    deadline, which bounds the Attempt and any retry wait.
+    Attributes:
+        rerunnable: an Attempt has no external side effect (a model generation): without a
+            before-hook its intent is committed with its result, and after a crash a lost
+            Attempt is simply made again.
+        recoverable: the handler is itself made of durable calls (a delegation): after a
+            crash it is run again and replays what it committed, in the same Attempt.
     """
 
-    operation_id: str
-    attempt_no: int
-    run_id: str
-    role: str | None
-    deadline: float
-    cancel: CancelToken = field(default_factory=CancelToken)
-    workspace_scope_ref: str | None = None
-    lease_epoch: int | None = None
-    extras: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def cancelled(self) -> bool:
-        return self.cancel.is_set
-
-    def remaining(self) -> float:
-        """Seconds left before the run deadline (never negative)."""
-        return max(0.0, self.deadline - time.time())
-
-
-class CapabilityHandler(Protocol):
-    """The raw implementation of one capability: one call = one physical Attempt."""
+    rerunnable: bool = False
+    recoverable: bool = False
 
     async def invoke_once(self, request: CapabilityRequest, context: AttemptContext) -> ToolResult:
         ...

@@ -56,7 +56,7 @@ class OperationState:
     # what is stored as the request when its proposed arguments are a delta (else ``request``)
     stored_request: dict[str, Any] | None = None
     # not stored yet: the first commit of a re-runnable call carries its intent (see
-    # InvocationPipeline._execute_phase); ``deferred`` holds the ops waiting for it
+    # Call.execute); ``deferred`` holds the ops waiting for it
     unsaved: bool = False
     deferred: list[Any] = field(default_factory=list, repr=False, compare=False)
     # the parts' texts and stored forms: valid while a part is that very object
@@ -211,11 +211,13 @@ def hook_row(
     operation_id: str,
     timing: str,
     position: int,
+    *,
     hook_id: str,
     status: str,
     data: dict[str, Any],
     decision: str | None = None,
 ) -> Put:
+    """The ``hook_invocations`` row of hook ``position`` of ``timing``, as it now stands."""
     return Put(
         "hook_invocations",
         {

@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.catalog import CapabilitySpec
 from agentloom.hooks.spec import HandlerRef, HookSpec
 from agentloom.kernel import Kernel
-from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
 from agentloom.pipeline.records import stored_envelope
 from agentloom.results import ToolResult
 from agentloom.store import open_store
@@ -78,6 +78,9 @@ def _append_line(path: Path, line: str) -> None:
 
 class LedgerAppend:
     """The raw handler of ``ledger.append``: one call = one fsynced ledger line."""
+
+    rerunnable = False
+    recoverable = False
 
     def __init__(self, ledger: Path) -> None:
         self.ledger = ledger

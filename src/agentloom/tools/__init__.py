@@ -3,10 +3,12 @@
 Owns the ``Tool`` base class, strict argument models, the context a tool sees and
 the normalisation of tool exceptions into ``OperationError``. It does not own the
 catalog (publication, model names), retries or recording: those belong to the
-catalog and pipeline packages.
+catalog and pipeline packages. ``@tool`` (``tools.function``) makes a ``Tool`` from a typed
+function.
 """
 
 from agentloom.results import ToolResult
+from agentloom.tools.function import FunctionTool, tool
 from agentloom.tools.normalise import error_from_exception, result_from_exception
 from agentloom.tools.sdk import (
     StrictInput,
@@ -18,6 +20,7 @@ from agentloom.tools.sdk import (
 )
 
 __all__ = [
+    "FunctionTool",
     "StrictInput",
     "Tool",
     "ToolContext",
@@ -27,4 +30,5 @@ __all__ = [
     "ToolResult",
     "error_from_exception",
     "result_from_exception",
+    "tool",
 ]

@@ -18,6 +18,12 @@ class ToolManager:
     def register(self, handler_ref: str, handler: CapabilityHandler) -> None:
         if handler_ref in self._handlers:
             raise RegistrationError(f"a handler is already registered as {handler_ref!r}")
+        missing = [t for t in ("rerunnable", "recoverable") if not hasattr(handler, t)]
+        if missing:
+            raise RegistrationError(
+                f"handler {type(handler).__name__} of {handler_ref!r} does not declare "
+                f"{' and '.join(missing)}: subclass agentloom.pipeline.ports.CapabilityHandler "
+                "(both default to False) or set them as class attributes")
         self._handlers[handler_ref] = handler
 
     def handler_for(self, spec: CapabilitySpec) -> CapabilityHandler | None:

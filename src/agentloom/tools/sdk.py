@@ -21,8 +21,8 @@ from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.errors import AgentLoomError, CatalogError, OperationError
-from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
 from agentloom.results import ToolResult
 from agentloom.tools.normalise import error_from_exception, result_from_exception
 from agentloom.workspace.resolver import ScopedFiles, WorkspaceResolver
@@ -172,6 +172,9 @@ class Tool(ABC, Generic[InputT]):
 
 class ToolHandler:
     """Runs one ``Tool`` instance as a pipeline ``CapabilityHandler``: one call, one attempt."""
+
+    rerunnable = False
+    recoverable = False
 
     def __init__(self, tool: Tool[Any], *, files: WorkspaceResolver | None = None) -> None:
         _check_definition(type(tool))

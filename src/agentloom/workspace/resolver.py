@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from agentloom.pipeline.ports import AttemptContext
+from agentloom.attempts import AttemptContext
 from agentloom.workspace.files import Deleted, FileSlice, FileVersion
 from agentloom.workspace.paths import WorkspaceError
 from agentloom.workspace.scope import WorkspaceScope, WorkspaceStore

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.catalog import CapabilitySpec, legal_model_name
 from agentloom.errors import AgentLoomError, OperationError
-from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
 from agentloom.results import ArtifactRef, JsonBlock, ToolResult, result_ref
 from agentloom.sandbox import (
     BusinessOwner,
@@ -65,6 +65,9 @@ class ExecHandler:
     """The raw handler of ``exec``: runs a command in the sandbox, in the call's workspace, and
     returns its exit status and bounded output (the full output as a blob behind a
     ``result_ref``). Owns no confinement itself: that is the ``SandboxGateway``'s."""
+
+    rerunnable = False
+    recoverable = False
 
     def __init__(self, gateway: GatewayProvider, resolver: WorkspaceResolver,
                  blobs: FileBlobStore) -> None:

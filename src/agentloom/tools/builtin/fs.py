@@ -11,9 +11,9 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.catalog import CapabilitySpec, legal_model_name
 from agentloom.errors import AgentLoomError
-from agentloom.pipeline.ports import AttemptContext, CapabilityRequest
 from agentloom.results import ToolResult
 from agentloom.workspace.resolver import WorkspaceResolver
 from agentloom.workspace.service import WorkspaceHandle, WorkspaceService
@@ -95,6 +95,9 @@ def fs_spec(capability_key: str, resource_version_id: str = "builtin") -> Capabi
 
 class FsHandler:
     """One ``fs.*`` capability over the calling run's workspace."""
+
+    rerunnable = False
+    recoverable = False
 
     def __init__(self, capability_key: str, resolver: WorkspaceResolver) -> None:
         self.capability_key = capability_key

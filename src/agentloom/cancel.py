@@ -1,4 +1,9 @@
-"""A cancel token: set once, observed by waiters and by callbacks (no polling)."""
+"""A cancel token: set once, observed by waiters and by callbacks (no polling).
+
+Owns: ``CancelToken``, the one stop signal a run, a call, a hook and a model stream share.
+Does not own: what a stop means for a run (``agent/``) or for a call (``pipeline/``).
+It sits in the core so every layer may observe a stop without importing the pipeline.
+"""
 
 from __future__ import annotations
 

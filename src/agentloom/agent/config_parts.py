@@ -1,10 +1,16 @@
-"""From a validated ``Config`` to the parts the runtime is assembled from.
+"""From a validated ``Config`` to the parts the runtime is assembled from, at build time.
 
-Each function returns a plain runtime value — a model source, hook specs, hook functions, a
-retry policy, SDK tools. Putting them together (a ``Kernel``, runs, delegation) is the agent
-layer's job; this module never imports it. User code named in the configuration
-(``module:attr`` tools, hook functions) is imported here, at build time, with the config
-file's folder first on ``sys.path`` for the duration of the import.
+``load_config`` checks what a configuration can tell from itself; what needs the layers above
+the core is done here, before any run starts: ``check_config`` finds the problems only the
+provider presets or the script parser can see (an unknown preset, a protocol or variant the
+preset lacks, a script file that does not parse), and the builders return plain runtime
+values — a model source, hook specs, hook functions, a retry policy, SDK tools. User code
+named in the configuration (``module:attr`` tools, hook functions) is imported here, with the
+config file's folder first on ``sys.path`` for the duration of the import.
+
+Owns: build-time checks and runtime parts from a ``Config``. Does not own: the configuration's
+shape or the checks it can make alone (``agentloom.config``); assembling a ``Runtime``
+(``agent/configured.py``).
 """
 
 from __future__ import annotations
@@ -17,24 +23,92 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentloom.config._problems import key_path
-from agentloom.config.model import (
+from agentloom.config import (
     AgentConfig,
     Config,
+    ConnectionConfig,
+    ConnectionModelChoice,
+    Problem,
     ScriptModelChoice,
     TestModelChoice,
+    config_error,
     default_hook_id,
+    did_you_mean,
+    key_path,
 )
 from agentloom.errors import ConfigError
 from agentloom.hooks.spec import HandlerRef, HookMatch, HookSpec
 from agentloom.models.connect import connection_for
-from agentloom.models.offline import ScriptModel, TestModel
+from agentloom.models.offline import ScriptModel, TestModel, load_script
 from agentloom.models.ports import Connection, ModelAdapter
-from agentloom.models.presets import load_preset
+from agentloom.models.presets import Preset, list_presets, load_preset
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.tools.sdk import Tool
 
-__all__ = ["agent_tools", "hook_functions", "hook_specs", "model_source", "retry_policy", "sdk_tools"]
+__all__ = ["agent_tools", "check_config", "hook_functions", "hook_specs", "model_source", "retry_policy",
+           "sdk_tools"]
+
+
+# -- the checks that need the presets or the script parser --------------------------------------
+
+
+def check_config(config: Config) -> None:
+    """Check what only the provider presets and the script parser can see, every problem at once.
+
+    Raises:
+        ConfigError: ``CONFIG_INVALID``, headed by ``config.origin``, one ``key.path: problem``
+            per line: an unknown preset, a protocol the preset does not speak, a variant it
+            lacks, a script file that does not parse.
+    """
+    problems = preset_and_script_problems(config)
+    if problems:
+        raise config_error(config.origin, problems)
+
+
+def preset_and_script_problems(config: Config) -> list[Problem]:
+    """The problems ``check_config`` raises, in file order."""
+    problems: list[Problem] = []
+    presets: dict[str, Preset] = {}
+    for name, connection in config.connections.items():
+        preset = _preset(connection, key_path(("connections", name)), problems)
+        if preset is not None:
+            presets[name] = preset
+    for name, agent in config.agents.items():
+        at = f"{key_path(('agents', name))}.model"
+        choice = agent.model
+        if isinstance(choice, ScriptModelChoice):
+            path = config.resolve_path(choice.path)
+            if path.is_file():  # a missing file is a load-time problem already
+                try:
+                    load_script(path)
+                except ConfigError as exc:
+                    problems.append(Problem(f"{at}.path", exc.error.message))
+        elif isinstance(choice, ConnectionModelChoice):
+            preset = presets.get(choice.connection)
+            variant = choice.variant
+            if preset is not None and variant is not None and variant not in preset.variants:
+                problems.append(Problem(f"{at}.variant", f"preset {preset.name!r} has no variant "
+                                        f"{variant!r}; choose one of {', '.join(sorted(preset.variants))}"))
+    return problems
+
+
+def _preset(connection: ConnectionConfig, at: str, problems: list[Problem]) -> Preset | None:
+    known = list_presets()
+    if connection.preset not in known:
+        problems.append(Problem(f"{at}.preset", f"unknown preset {connection.preset!r}; "
+                                f"{did_you_mean(connection.preset, known)}known presets: {', '.join(known)}"))
+        return None
+    preset = load_preset(connection.preset)
+    if connection.protocol is not None and connection.protocol != preset.protocol:
+        speakers = [n for n in known if load_preset(n).protocol == connection.protocol]
+        problems.append(Problem(
+            f"{at}.protocol",
+            f"preset {preset.name!r} speaks {preset.protocol!r}, not {connection.protocol!r}; remove "
+            f"protocol, or use a preset that speaks {connection.protocol}: {', '.join(speakers)}"))
+    return preset
+
+
+# -- runtime parts -------------------------------------------------------------------------------
 
 
 def model_source(

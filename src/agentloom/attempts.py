@@ -1,0 +1,57 @@
+"""What a capability handler is handed for one physical Attempt (spec 000 §3.1, step 6).
+
+Owns: ``CapabilityRequest`` (the frozen, effective request a handler executes) and
+``AttemptContext`` (the trusted facts of one Attempt: ids, run deadline, cancel token).
+Does not own: the ``CapabilityHandler`` port that receives them (``pipeline/ports.py``,
+beside its consumer) nor running an Attempt (``pipeline/attempt.py``). They sit in the core
+so a handler — a tool, a model manager, ``result.read``, the workspace resolver — reads them
+without importing the pipeline that calls it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentloom.cancel import CancelToken
+
+__all__ = ["AttemptContext", "CapabilityRequest"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CapabilityRequest:
+    """The frozen request a handler executes: exactly what the model will be told ran."""
+
+    operation_id: str
+    resource_version_id: str
+    capability_key: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptContext:
+    """Trusted facts for one physical Attempt. Handlers get this, never the store.
+
+    ``deadline`` is a wall-clock epoch in seconds (``time.time()`` scale): the run
+    deadline, which bounds the Attempt and any retry wait.
+    """
+
+    operation_id: str
+    attempt_no: int
+    run_id: str
+    role: str | None
+    deadline: float
+    cancel: CancelToken = field(default_factory=CancelToken)
+    workspace_scope_ref: str | None = None
+    lease_epoch: int | None = None
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel.is_set
+
+    def remaining(self) -> float:
+        """Seconds left before the run deadline (never negative)."""
+        return max(0.0, self.deadline - time.time())

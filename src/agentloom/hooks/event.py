@@ -1,0 +1,127 @@
+"""HookEvent: the frozen, typed event one hook receives (000 §5.1).
+
+Owns: the event's fields, the deep read-only view of its nested values (``freeze``), and the
+read-only mapping access kept for hooks written against the event as a dict. Does not own:
+what goes into an event — the pipeline builds it for each hook point — nor what a hook may
+patch (``hooks.patch``, ``hooks.shapes``)::
+
+    pipeline: event dict ──► HookManager.run: HookEvent.from_mapping (freezes nested values)
+                                  └──► runner.run(spec, event) ──► the hook: event.payload,
+                                                                   event["payload"], dict(event)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, get_args
+
+from agentloom.hooks.spec import Timing
+
+_KEYS = ("timing", "event", "capability", "model_name", "role", "run_id", "operation_id",
+         "purpose", "payload", "payload_version", "proposed_payload")
+# The mapping's keys, by (has a context reference, after execution): ``context`` only when
+# the call has a context record, ``result`` only after execution — the keys the dict had.
+_PRESENT: dict[tuple[bool, bool], tuple[str, ...]] = {
+    (False, False): _KEYS,
+    (True, False): (*_KEYS, "context"),
+    (False, True): (*_KEYS, "result"),
+    (True, True): (*_KEYS, "context", "result"),
+}
+_KNOWN = frozenset(_PRESENT[True, True])
+_TIMINGS: tuple[Timing, ...] = get_args(Timing)
+
+
+def freeze(value: Any) -> Any:
+    """A deep read-only view: mappings become ``MappingProxyType``, lists become tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class HookEvent(Mapping[str, Any]):
+    """What one hook sees of the call it intercepts. Frozen: setting a field raises
+    ``FrozenInstanceError``; nested values are read-only mappings and tuples, so changing
+    them raises ``TypeError`` — a hook changes the call only through its decision's patches.
+
+    Also a read-only ``Mapping`` with the same keys and values as its fields (``event["payload"]``,
+    ``event.get("purpose")``, ``"result" in event``, ``dict(event)``), for hooks written against
+    the event as a dict. ``context`` is a key only when the call has a context record, and
+    ``result`` only after execution; equality compares the items, as for any mapping.
+    """
+
+    timing: Timing
+    """``before`` (the request) or ``after`` (the response)."""
+    event: str
+    """The event type: ``tool``, ``model``, ``delegation``, ``context``, …"""
+    capability: str
+    """The capability key (``fs.write``)."""
+    model_name: str
+    """The name the model used for the capability (``fs_write``)."""
+    role: str | None
+    run_id: str
+    operation_id: str
+    purpose: str | None
+    """Why the call is made, e.g. ``compaction`` for a model call; ``None`` for most calls."""
+    payload: Mapping[str, Any]
+    """The request's payload (a tool's arguments) as accepted so far."""
+    payload_version: int
+    """0 for the proposal, +1 per accepted payload patch."""
+    proposed_payload: Mapping[str, Any]
+    """The payload as proposed (a model's arguments); never changes."""
+    context: Mapping[str, Any] | None = None
+    """``{"call_record": {"record_id", "revision"}}``: this call's context record, or ``None``
+    (then not a key of the mapping) when the call has no context scope."""
+    result: Mapping[str, Any] | None = None
+    """After execution: the result (``status``, ``content``, ``error``, …); ``None`` (and not
+    a key of the mapping) before it."""
+
+    @classmethod
+    def from_mapping(cls, event: Mapping[str, Any]) -> HookEvent:
+        """The event of the pipeline's event mapping, nested values frozen (``freeze``). A key
+        that is not a field, or a ``timing`` other than before / after, is a ``ValueError``:
+        the pipeline and this class disagree on the event's shape, and no hook may miss a key."""
+        unknown = event.keys() - _KNOWN
+        if unknown:
+            raise ValueError(f"hook event: unexpected keys {sorted(unknown)}")
+        timing = event["timing"]
+        if timing not in _TIMINGS:
+            raise ValueError(f"hook event: timing must be one of {_TIMINGS}, got {timing!r}")
+        context = event.get("context")
+        result = event.get("result")
+        return cls(
+            timing=timing,
+            event=event["event"],
+            capability=event["capability"],
+            model_name=event["model_name"],
+            role=event["role"],
+            run_id=event["run_id"],
+            operation_id=event["operation_id"],
+            purpose=event["purpose"],
+            payload=freeze(event["payload"]),
+            payload_version=event["payload_version"],
+            proposed_payload=freeze(event["proposed_payload"]),
+            context=None if context is None else freeze(context),
+            result=None if result is None else freeze(result),
+        )
+
+    def _keys(self) -> tuple[str, ...]:
+        return _PRESENT[self.context is not None, self.timing == "after"]
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._keys():
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
