@@ -124,7 +124,7 @@ HOOK_CONFIGS = (
 
 SPEC = CapabilitySpec(
     resource_version_id="bench-r1", capability_key="bench.noop", kind="hosted",
-    model_name="bench_noop", description="returns at once",
+    exposed_name="bench_noop", description="returns at once",
     input_schema={"type": "object", "properties": {"n": {"type": "integer"}}},
     handler_ref="bench:noop",
 )
@@ -150,7 +150,7 @@ def summarise(samples_ns: Sequence[int]) -> dict[str, Any]:
 
 
 def floor_row() -> tuple[dict[str, Any], int]:
-    """An ``events`` row whose JSON encoding is about ``ROW_BYTES`` long."""
+    """A ``run_controls`` row whose JSON encoding is about ``ROW_BYTES`` long."""
     row: dict[str, Any] = {"event_id": new_id(), "run_id": None, "type": "bench.floor",
                            "created_at": time.time(), "data": {"pad": ""}}
     size = len(json.dumps(row, separators=(",", ":")))
@@ -165,7 +165,7 @@ def measure_floor(store: Store, settings: Settings) -> dict[str, Any]:
     started = time.perf_counter()
     for i in range(settings.floor_commits):
         row, size = floor_row()
-        ws = WriteSet((Put("events", row),))
+        ws = WriteSet((Put("run_controls", row),))
         t0 = time.perf_counter_ns()
         outcome = store.commit_many([ws])
         samples.append(time.perf_counter_ns() - t0)

@@ -14,7 +14,8 @@ layer or any layer below. Where DESIGN's diagram leaves a unit out, it sits here
   CommitCoordinator that the diagram draws beside the store lives in ``pipeline``.
 - ``cancel`` (``CancelToken``) and ``attempts`` (``CapabilityRequest``, ``AttemptContext``:
   what a handler is handed) are core, so handlers below the pipeline need not import it;
-  ``canonical``, ``yamlfile``, ``refs``, ``text`` and ``folders`` are core helpers.
+  ``canonical``, ``yamlfile``, ``limits`` (the window / output-limit rule), ``refs``, ``text``
+  and ``folders`` are core helpers.
 
 The one exception DESIGN allows is a port: a Protocol beside its consumer may be imported
 from below by the code that implements it (``PORTS``); the port module itself must then
@@ -40,7 +41,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"models", "tools", "workspace", "sandbox"}),
     frozenset({"store"}),
     frozenset({"errors", "ids", "results", "config", "catalog", "canonical", "yamlfile", "cancel",
-               "attempts", "refs", "text", "folders"}),
+               "attempts", "refs", "text", "folders", "limits"}),
 )
 """Top to bottom (DESIGN.md §2): entry points; agent; composition root; bus; pipeline;
 hooks / context; domain managers; store; core."""

@@ -44,7 +44,7 @@ class AttemptContext:
     role: str | None
     deadline: float
     cancel: CancelToken = field(default_factory=CancelToken)
-    workspace_scope_ref: str | None = None
+    workspace_scope_id: str | None = None
     lease_epoch: int | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from agentloom.bus import EventBus
 from agentloom.cancel import CancelToken
-from agentloom.catalog import CapabilityRegistry, CapabilitySpec, legal_model_name
+from agentloom.catalog import CapabilityRegistry, CapabilitySpec, legal_exposed_name
 from agentloom.context import ContextManager, ResultReadHandler, result_read_spec
 from agentloom.environment import RunEnvironment
 from agentloom.errors import RegistrationError
@@ -40,7 +40,7 @@ from agentloom.refs import OwnerRef
 from agentloom.results import OperationResult
 from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
-from agentloom.store import Insert, Put, Store, WriteSet, open_store
+from agentloom.store import Insert, Op, Put, Store, WriteSet, open_store
 from agentloom.store.ports import Fence
 from agentloom.tools.manager import ToolManager
 from agentloom.tools.sdk import Tool, ToolHandler
@@ -57,7 +57,7 @@ def tool_capability(
         resource_version_id=release_id,
         capability_key=description.name,
         kind="hosted",
-        model_name=legal_model_name(description.name),
+        exposed_name=legal_exposed_name(description.name),
         description=description.description,
         input_schema=description.input_schema,
         handler_ref=f"sdk:{description.name}",
@@ -75,7 +75,7 @@ class RunLease:
 
     run_id: str
     lease_epoch: int
-    workspace_scope_ref: str | None = None
+    workspace_scope_id: str | None = None
 
 
 class Kernel:
@@ -83,8 +83,9 @@ class Kernel:
     → ``EventBus``, plus the tool and model managers, hooks and the ``RunEnvironment``.
 
     Owns: wiring the one path every capability takes (000 §3), publishing capabilities, and the
-    run facts the pipeline fences its commits with (run row, ``RunLease``). Does not own: the
-    agent loop, sessions or run retries (``agent/``), nor any capability's behaviour.
+    run facts the pipeline fences its commits with (run row, ``RunLease``): every write of a
+    run row — start, lease renewal and release, end — with its shape and its fence. Does not
+    own: the agent loop, sessions or run retries (``agent/``), nor any capability's behaviour.
 
     The advanced layer, not the front door: ``agentloom.Runtime`` builds one (``rt.kernel``)
     and is what applications use. Reach for a ``Kernel`` of your own to send requests on the
@@ -260,12 +261,52 @@ class Kernel:
                   if s.state == "registered"]
         return RunLease(run_id, epoch, scopes[0].workspace_scope_id if scopes else None)
 
-    async def end_run(self, lease: RunLease, status: str = "succeeded") -> CleanupResult:
-        """Finish a run: record its status, then revoke and clean its workspace (000 §7.4)."""
-        await self.coordinator.commit(WriteSet((Put("runs", {
-            "run_id": lease.run_id, "status": status, "updated_at": time.time()}),),
-            Fence(lease.run_id, lease.lease_epoch)))
+    async def end_run(
+        self,
+        lease: RunLease,
+        status: str = "succeeded",
+        *,
+        data: Mapping[str, Any] | None = None,
+        with_ops: Sequence[Op] = (),
+    ) -> CleanupResult:
+        """Finish a run: record its terminal ``status`` — with ``data`` (the run's facts:
+        output, error, steps, …) when given, and ``with_ops`` in the same commit (a session
+        turn) — fenced by ``lease``; then revoke and clean its workspace (000 §7.4).
+
+        Raises:
+            FencedOut: another holder took the run over; nothing was recorded or cleaned.
+            RevisionConflict: an op of ``with_ops`` conflicts; nothing was recorded or
+                cleaned, so the caller may try again with other ops.
+        """
+        facts = {} if data is None else {"data": dict(data)}
+        await self._commit_run(lease, {"run_id": lease.run_id, "status": status,
+                                       "updated_at": time.time(), **facts}, *with_ops)
         return await self.environment.end_run(lease.run_id, lease.lease_epoch)
+
+    async def release_run(self, lease: RunLease, *, data: Mapping[str, Any] | None = None) -> None:
+        """Let the run's lease go without ending the run: it stays ``running``, its lease expires
+        now, so a worker may resume it (``agent.failures`` records in ``data`` when).
+
+        Raises:
+            FencedOut: another holder took the run over; nothing was recorded.
+        """
+        facts = {} if data is None else {"data": dict(data)}
+        await self._commit_run(lease, {"run_id": lease.run_id, "updated_at": time.time(),
+                                       **facts, "lease_expires_at": 0.0})
+
+    async def renew_lease(self, lease: RunLease, *, lease_ttl_s: float = 60.0) -> None:
+        """Extend the lease to ``lease_ttl_s`` from now (its holder does, while it drives the run).
+
+        Raises:
+            FencedOut: another holder took the run over.
+        """
+        await self._commit_run(lease, {"run_id": lease.run_id,
+                                       "lease_expires_at": time.time() + lease_ttl_s})
+
+    async def _commit_run(self, lease: RunLease, row: Mapping[str, Any], *also: Op) -> None:
+        """One commit of the run's row (and ``also``), fenced by the lease's epoch."""
+        await self.coordinator.commit(WriteSet((Put("runs", row), *also),
+                                               Fence(lease.run_id, lease.lease_epoch)))
 
     def invocation_context(
         self,
@@ -292,7 +333,7 @@ class Kernel:
             role=role,
             invocation_id=invocation_id,
             context_scope=f"{lease.run_id}/role/{role}" if private_context else None,
-            workspace_scope_ref=lease.workspace_scope_ref,
+            workspace_scope_id=lease.workspace_scope_id,
             shared_scope=f"{lease.run_id}/shared",
         )
 
@@ -311,7 +352,7 @@ class Kernel:
             call_ctx = ctx if scope == ctx.context_scope else replace(ctx, context_scope=scope)
             request = Request(
                 operation_id=state.operation_id, event_type=state.event_type,
-                model_name=state.request["model_name"],
+                exposed_name=state.request["exposed_name"],
                 arguments=state.request["proposed_arguments"], context=call_ctx,
                 logical_key=state.logical_key, causation_id=state.request.get("causation_id"),
                 purpose=state.request.get("purpose"), call_id=state.request.get("call_id"),

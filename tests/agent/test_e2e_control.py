@@ -167,7 +167,7 @@ async def test_s3_2_supplement_reaches_the_planners_next_turn_and_never_an_execu
     for request in worker.model_requests:
         assert "SUPPLEMENT" not in request.body.decode()
     # which turn consumed it is committed, so a resumed run replays the same history
-    (row,) = rt.store.query("events", {"run_id": result.run_id, "type": "control.supplement"})
+    (row,) = rt.store.query("run_controls", {"run_id": result.run_id, "type": "control.supplement"})
     assert row["data"]["consumed_turn"] == 2
 
 
@@ -204,5 +204,5 @@ async def test_s3_2_a_supplement_sent_during_the_roots_last_model_call_is_not_si
     assert second[-2] == {"role": "assistant",
                           "content": "an answer written before the supplement"}
     assert second[-1] == {"role": "user", "content": "SUPPLEMENT: in French please"}
-    (row,) = rt.store.query("events", {"run_id": result.run_id, "type": "control.supplement"})
+    (row,) = rt.store.query("run_controls", {"run_id": result.run_id, "type": "control.supplement"})
     assert row["data"]["consumed_turn"] == 2

@@ -18,7 +18,7 @@ from agentloom.catalog import (
     CapabilitySpec,
     SchemaOrigin,
     compile_schema,
-    legal_model_name,
+    legal_exposed_name,
     thaw_json,
 )
 from agentloom.errors import CatalogError
@@ -33,7 +33,7 @@ OBJECT_WITH_PATH: dict[str, Any] = {
 def make_spec(
     key: str,
     *,
-    model_name: str | None = None,
+    exposed_name: str | None = None,
     schema: dict[str, Any] | None = None,
     origin: SchemaOrigin = "sdk",
 ) -> CapabilitySpec:
@@ -41,7 +41,7 @@ def make_spec(
         resource_version_id="rv-1",
         capability_key=key,
         kind="mcp" if origin == "mcp" else "builtin",
-        model_name=model_name if model_name is not None else legal_model_name(key),
+        exposed_name=exposed_name if exposed_name is not None else legal_exposed_name(key),
         description=f"the {key} capability",
         input_schema=schema if schema is not None else copy.deepcopy(OBJECT_WITH_PATH),
         handler_ref=f"handlers.{key}",
@@ -79,48 +79,48 @@ def network_attempts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 # -- model names -------------------------------------------------------------------
 
 
-def test_s2_1_legal_model_name_turns_capability_keys_into_legal_deterministic_names() -> None:
+def test_s2_1_legal_exposed_name_turns_capability_keys_into_legal_deterministic_names() -> None:
     legal = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-    assert legal_model_name("fs.read") == "fs_read"
-    assert legal_model_name("mcp/github:search-issues") == "mcp_github_search-issues"
-    assert legal_model_name("读取.file") == "___file"
+    assert legal_exposed_name("fs.read") == "fs_read"
+    assert legal_exposed_name("mcp/github:search-issues") == "mcp_github_search-issues"
+    assert legal_exposed_name("读取.file") == "___file"
     long_a, long_b = "x" * 70 + ".a", "x" * 70 + ".b"
-    assert legal.match(legal_model_name(long_a))
-    assert legal_model_name(long_a) == legal_model_name(long_a)
-    assert legal_model_name(long_a) != legal_model_name(long_b)
+    assert legal.match(legal_exposed_name(long_a))
+    assert legal_exposed_name(long_a) == legal_exposed_name(long_a)
+    assert legal_exposed_name(long_a) != legal_exposed_name(long_b)
     with pytest.raises(CatalogError):
-        legal_model_name("")
+        legal_exposed_name("")
 
 
-def test_s2_1_illegal_model_name_fails_to_publish_with_a_suggested_name() -> None:
+def test_s2_1_illegal_exposed_name_fails_to_publish_with_a_suggested_name() -> None:
     registry = CapabilityRegistry()
     with pytest.raises(CatalogError) as caught:
-        registry.publish("rel", [make_spec("fs.read", model_name="fs.read")], roles={})
-    assert caught.value.code == "INVALID_MODEL_NAME"
+        registry.publish("rel", [make_spec("fs.read", exposed_name="fs.read")], roles={})
+    assert caught.value.code == "INVALID_EXPOSED_NAME"
     assert "'fs_read'" in str(caught.value)
 
 
-def test_s9_duplicate_model_name_fails_to_compile() -> None:
+def test_s9_duplicate_exposed_name_fails_to_compile() -> None:
     registry = CapabilityRegistry()
     specs = [make_spec("fs.read"), make_spec("fs_read")]  # both legalise to "fs_read"
     with pytest.raises(CatalogError) as caught:
         registry.publish("rel", specs, roles={"writer": ["fs.read", "fs_read"]})
-    assert caught.value.code == "DUPLICATE_MODEL_NAME"
+    assert caught.value.code == "DUPLICATE_EXPOSED_NAME"
     assert "'fs.read'" in str(caught.value) and "'fs_read'" in str(caught.value)
     assert "'writer'" in str(caught.value)
 
 
-def test_s2_1_one_model_name_in_two_separate_roles_is_allowed() -> None:
+def test_s2_1_one_exposed_name_in_two_separate_roles_is_allowed() -> None:
     registry = CapabilityRegistry()
     specs = [make_spec("fs.read"), make_spec("fs_read")]
     registry.publish("rel", specs, roles={"a": ["fs.read"], "b": ["fs_read"]})
-    assert registry.for_role("rel", "b").by_key("fs_read").model_name == "fs_read"
+    assert registry.for_role("rel", "b").by_key("fs_read").exposed_name == "fs_read"
 
 
 def test_s2_1_duplicate_capability_key_fails_to_publish() -> None:
     with pytest.raises(CatalogError) as caught:
         CapabilityRegistry().publish(
-            "rel", [make_spec("fs.read"), make_spec("fs.read", model_name="read2")], roles={}
+            "rel", [make_spec("fs.read"), make_spec("fs.read", exposed_name="read2")], roles={}
         )
     assert caught.value.code == "DUPLICATE_CAPABILITY_KEY"
 
@@ -399,7 +399,7 @@ def test_s2_1_for_node_binding_resolves_the_bindings_catalog() -> None:
     assert caught.value.code == "UNKNOWN_NODE_BINDING"
 
 
-def test_s2_1_resolving_an_unknown_model_name_is_an_explicit_error() -> None:
+def test_s2_1_resolving_an_unknown_exposed_name_is_an_explicit_error() -> None:
     registry = CapabilityRegistry()
     publish_three(registry)
     with pytest.raises(CatalogError) as caught:

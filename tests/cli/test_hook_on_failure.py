@@ -67,7 +67,7 @@ def _project(tmp_path: Path, guard: str, on_failure: str | None,
     policy = "" if on_failure is None else f", on_failure: {on_failure}"
     config = openai_project(
         tmp_path / "p", server.base_url, tools=["fs.write"],
-        extra="    hooks:\n      - {id: guard, at: before, match: {capability: fs.write}, "
+        extra="    hooks:\n      - {hook_id: guard, timing: before, match: {capability: fs.write}, "
               f"timeout_s: 0.5, handler: {{ref: \"guards:{guard}\"}}{policy}}}\n")
     (tmp_path / "p" / "guards.py").write_text(GUARDS, encoding="utf-8")
     return config

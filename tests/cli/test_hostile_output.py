@@ -81,7 +81,7 @@ def test_i11_8_a_store_password_is_never_printed(tmp_path: Path, pg_url_with_pas
     config = write_project(
         tmp_path / "p", "  - tool_calls:\n      - name: fs_write\n"
         "        arguments: {path: a.txt, content: a}\n  - text: done\n", tools=["fs.write"],
-        extra="    hooks:\n      - {id: tell, at: before, match: {capability: fs.write}, "
+        extra="    hooks:\n      - {hook_id: tell, timing: before, match: {capability: fs.write}, "
               "handler: {ref: \"cli_leaky_hooks:tell\"}}\n")
     (tmp_path / "p" / "cli_leaky_hooks.py").write_text(LEAKY_HOOK.format(url=url), encoding="utf-8")
 

@@ -33,8 +33,8 @@ PATCHED_TURNS = """\
 
 PATCH_HOOKS_CONFIG = """\
     hooks:
-      - {id: louder, at: before, match: {capability: exec}, handler: {ref: "cli_patch_hooks:louder"}}
-      - {id: redact, at: after, match: {capability: exec}, handler: {ref: "cli_patch_hooks:redact"}}
+      - {hook_id: louder, timing: before, match: {capability: exec}, handler: {ref: "cli_patch_hooks:louder"}}
+      - {hook_id: redact, timing: after, match: {capability: exec}, handler: {ref: "cli_patch_hooks:redact"}}
 """
 
 

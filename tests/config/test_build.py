@@ -193,13 +193,14 @@ def hooks_config(tmp_path: Path, module: str) -> Path:
           main:
             model: {{builtin: test}}
             hooks:
-              - {{at: before, event: model, handler: {{ref: "{module}:deny"}}}}
-              - {{id: audit, at: after, match: {{role: "*", status: failed}},
+              - {{timing: before, event: model, handler: {{ref: "{module}:deny"}}}}
+              - {{hook_id: audit, timing: after, match: {{role: "*", status: failed}},
                   handler: {{ref: "{module}:allow"}}, timeout_s: 2.5}}
           helper:
             model: {{builtin: test}}
             hooks:
-              - {{at: before, match: {{role: main, capability: "fs.*"}}, handler: {{ref: "{module}:allow"}}}}
+              - {{timing: before, match: {{role: main, capability: "fs.*"}},
+                  handler: {{ref: "{module}:allow"}}}}
         """)
 
 
@@ -242,7 +243,7 @@ def test_hook_functions_name_the_ref_key_of_a_hook_that_does_not_import(
 ) -> None:
     write(tmp_path, HOOKS_MODULE, f"{module_name}.py")
     path = write(tmp_path, "version: 1\nagents:\n  main:\n    model: {builtin: test}\n    hooks:\n"
-                 f"      - {{at: before, handler: {{ref: '{ref.format(m=module_name)}'}}}}\n")
+                 f"      - {{timing: before, handler: {{ref: '{ref.format(m=module_name)}'}}}}\n")
     config = load_config(path)  # loads: refs are imported at build time
     with pytest.raises(ConfigError) as caught:
         hook_functions(config)
@@ -326,7 +327,7 @@ async def test_built_parts_run_on_a_kernel_with_the_agents_hook_applying_to_that
             tools: [fs.read, "{module_name}_tools:echo"]
             retry: {{enabled: true, max_attempts: 3}}
             hooks:
-              - {{at: before, event: model, handler: {{ref: "{module_name}:deny"}}}}
+              - {{timing: before, event: model, handler: {{ref: "{module_name}:deny"}}}}
           helper:
             model: {{builtin: test}}
         """))

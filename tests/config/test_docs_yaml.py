@@ -124,5 +124,5 @@ def test_12_8_every_yaml_example_in_the_docs_is_accepted_by_its_loader(tmp_path:
 def test_12_8_the_docs_show_the_model_hooks_example_in_the_configs_own_keys() -> None:
     (text,) = [t for where, t in BLOCKS if where.startswith("models.md") and "cap-summaries" in t]
     (hook,) = yaml.safe_load(text)["agents"]["main"]["hooks"]
-    assert hook["id"] == "cap-summaries" and hook["at"] == "before" and hook["event"] == "model"
+    assert hook["hook_id"] == "cap-summaries" and hook["timing"] == "before" and hook["event"] == "model"
     assert len(BLOCKS) >= 9  # the docs' examples are all found

@@ -41,7 +41,7 @@ agents:
     retry: {enabled: false, max_attempts: 2, interval_s: 2}
     limits: {run_deadline_s: 3600, first_output_timeout_s: 60, batch_concurrency: 2}
     hooks:
-      - {at: before, event: tool, match: {capability: fs.write},
+      - {timing: before, event: tool, match: {capability: fs.write},
          handler: {kind: python, ref: "my_hooks:guard"}}
   helper:
     model: {builtin: test}
@@ -89,7 +89,7 @@ def test_the_documented_example_loads_with_every_key_it_sets(tmp_path: Path) -> 
     assert main.retry == RetryConfig(enabled=False, max_attempts=2, interval_s=2.0)
     assert main.limits.batch_concurrency == 2
     hook = main.hooks[0]
-    assert (hook.at, hook.event, hook.match.capability, hook.handler.ref) == (
+    assert (hook.timing, hook.event, hook.match.capability, hook.handler.ref) == (
         "before", "tool", "fs.write", "my_hooks:guard")
     assert config.agents["helper"].model == TestModelChoice(builtin="test")
     assert config.agents["scripted"].model == ScriptModelChoice(builtin="script", path="turns.yaml")
@@ -330,29 +330,29 @@ CASES = {
     "bad_agent_name": (
         "version: 1\nagents:\n  'my agent':\n    model: {builtin: test}\n",
         "agents['my agent']: a name must start with a letter"),
-    "hook_at_unknown": (
-        HOOKS + "      - {at: during, handler: {ref: 'h:f'}}\n",
-        "agents.main.hooks[0].at: must be 'before' or 'after' (got 'during')"),
+    "hook_timing_unknown": (
+        HOOKS + "      - {timing: during, handler: {ref: 'h:f'}}\n",
+        "agents.main.hooks[0].timing: must be 'before' or 'after' (got 'during')"),
     "hook_event_unknown": (
-        HOOKS + "      - {at: before, event: file, handler: {ref: 'h:f'}}\n",
+        HOOKS + "      - {timing: before, event: file, handler: {ref: 'h:f'}}\n",
         "agents.main.hooks[0].event: must be 'tool' or 'model' (got 'file')"),
     "hook_ref_malformed": (
-        HOOKS + "      - {at: before, handler: {ref: my_hooks.guard}}\n",
+        HOOKS + "      - {timing: before, handler: {ref: my_hooks.guard}}\n",
         "agents.main.hooks[0].handler.ref: must look like 'package.module:function' (got 'my_hooks.guard')"),
     "hook_kind_unknown": (
-        HOOKS + "      - {at: before, handler: {kind: http, ref: 'h:f'}}\n",
+        HOOKS + "      - {timing: before, handler: {kind: http, ref: 'h:f'}}\n",
         "agents.main.hooks[0].handler.kind: must be 'python' (got 'http')"),
     "hook_timeout_zero": (
-        HOOKS + "      - {at: after, handler: {ref: 'h:f'}, timeout_s: 0}\n",
+        HOOKS + "      - {timing: after, handler: {ref: 'h:f'}, timeout_s: 0}\n",
         "agents.main.hooks[0].timeout_s: must be greater than 0 (got 0)"),
     "hook_status_on_a_before_hook": (
         AGENT + "    model: {builtin: test}\n    hooks:\n"
-        "      - {at: before, match: {status: failed}, handler: {ref: 'h:f'}}\n",
+        "      - {timing: before, match: {status: failed}, handler: {ref: 'h:f'}}\n",
         "agents.main.hooks[0].match.status: applies to after hooks only"),
     "hook_id_taken": (
-        HOOKS + "      - {at: before, handler: {ref: 'h:f'}}\n"
-        "      - {id: 'main.hooks[0]', at: after, handler: {ref: 'h:f'}}\n",
-        "agents.main.hooks[1].id: hook id 'main.hooks[0]' is already used by agents.main.hooks[0]"),
+        HOOKS + "      - {timing: before, handler: {ref: 'h:f'}}\n"
+        "      - {hook_id: 'main.hooks[0]', timing: after, handler: {ref: 'h:f'}}\n",
+        "agents.main.hooks[1].hook_id: hook id 'main.hooks[0]' is already used by agents.main.hooks[0]"),
     "sandbox_flag_not_bool": (
         MINIMAL + "sandbox: {egress: sometimes}\n",
         "sandbox.egress: must be true or false (got 'sometimes')"),
@@ -465,3 +465,20 @@ def test_i11_10_a_bare_exponent_says_yaml_reads_it_as_text_and_how_to_write_it(t
     error = load_error(tmp_path, MINIMAL + "sandbox: {max_file_bytes: 1e9}\n")
     assert "sandbox.max_file_bytes: must be" in str(error)
     assert "YAML reads 1e9 as text: write 1000000000 or 1.0e+09" in str(error)
+
+
+def test_13_5_hook_keys_at_and_id_fail_to_load_naming_timing_and_hook_id(tmp_path: Path) -> None:
+    error = load_error(tmp_path, HOOKS + "      - {id: guard, at: before, handler: {ref: 'h:f'}}\n")
+    assert error.code == "CONFIG_INVALID"
+    assert str(error).splitlines()[1:] == [
+        "agents.main.hooks[0].id: `id` was renamed to `hook_id`; write `hook_id:` with the same value",
+        "agents.main.hooks[0].at: `at` was renamed to `timing`; write `timing:` with the same value",
+    ]
+
+
+def test_13_5_hooks_are_written_with_timing_and_hook_id(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, HOOKS + "      - {hook_id: guard, timing: after, "
+                                         "handler: {ref: 'h:f'}}\n"))
+    hook = config.agents["main"].hooks[0]
+    assert (hook.hook_id, hook.timing) == ("guard", "after")
+    assert config.model_dump(mode="json")["agents"]["main"]["hooks"][0]["timing"] == "after"

@@ -58,8 +58,8 @@ async def call(k: Kernel, lease: RunLease, name: str, **args: Any) -> Any:
 
 
 def folder(k: Kernel, lease: RunLease) -> Path:
-    assert lease.workspace_scope_ref is not None
-    return k.environment.scopes.path(k.environment.scopes.get(lease.workspace_scope_ref))
+    assert lease.workspace_scope_id is not None
+    return k.environment.scopes.path(k.environment.scopes.get(lease.workspace_scope_id))
 
 
 async def test_s7_3_file_tools_work_in_the_runs_own_workspace(kernel: Kernel) -> None:
@@ -115,7 +115,7 @@ async def test_s9_cross_run_folders_are_unreachable_by_path_symlink_glob_and_gre
 async def test_s9_a_scope_of_another_run_is_refused_even_if_named(kernel: Kernel) -> None:
     mine = await kernel.start_run()
     theirs = await kernel.start_run()
-    forged = RunLease(mine.run_id, mine.lease_epoch, theirs.workspace_scope_ref)
+    forged = RunLease(mine.run_id, mine.lease_epoch, theirs.workspace_scope_id)
     result = await call(kernel, forged, "fs_write", path="x.txt", content="x")
     assert result.outcome == "failed" and result.error.category == "permission"
     assert not (folder(kernel, theirs) / "x.txt").exists()

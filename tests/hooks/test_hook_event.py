@@ -16,7 +16,7 @@ from tests.pipeline.support import Harness, harness, hook
 
 from agentloom.hooks import HookEvent
 
-BEFORE_KEYS = ["timing", "event", "capability", "model_name", "role", "run_id", "operation_id",
+BEFORE_KEYS = ["timing", "event", "capability", "exposed_name", "role", "run_id", "operation_id",
                "purpose", "payload", "payload_version", "proposed_payload", "context"]
 
 
@@ -58,7 +58,7 @@ async def test_13_3_a_python_hook_receives_a_frozen_hook_event_with_the_document
 
     def before(event: HookEvent) -> dict[str, Any]:
         seen["before"] = event
-        seen["attributes"] = (event.timing, event.event, event.capability, event.model_name,
+        seen["attributes"] = (event.timing, event.event, event.capability, event.exposed_name,
                               event.role, event.purpose, event.payload_version)
         seen["payload"] = (event.payload["text"], event.payload["items"],
                            event.proposed_payload["text"], event.result)
@@ -186,7 +186,7 @@ async def test_13_3_mapping_access_and_attributes_give_the_same_values(make: Any
 
 def test_13_3_an_event_key_the_hook_event_does_not_know_is_refused_not_dropped() -> None:
     event = {"timing": "before", "event": "tool", "capability": "demo.echo",
-             "model_name": "demo_echo", "role": "main", "run_id": "r", "operation_id": "o",
+             "exposed_name": "demo_echo", "role": "main", "run_id": "r", "operation_id": "o",
              "purpose": None, "payload": {}, "payload_version": 0, "proposed_payload": {}}
 
     assert dict(HookEvent.from_mapping(event)) == event

@@ -89,7 +89,7 @@ def test_the_payload_schema_accepts_every_payload_and_refuses_unknown_fields() -
 
 def test_a_model_connection_has_a_fixed_catalog_entry() -> None:
     spec = model_capability("main")
-    assert (spec.capability_key, spec.model_name, spec.kind, spec.handler_ref) == (
+    assert (spec.capability_key, spec.exposed_name, spec.kind, spec.handler_ref) == (
         "model.main", "model_main", "builtin", "model:main")
     assert spec.input_schema["additionalProperties"] is False
     assert is_model_capability(spec)

@@ -54,7 +54,7 @@ class CountingTool:
 def spec(key: str = "demo.echo", schema: Mapping[str, Any] = ECHO_SCHEMA) -> CapabilitySpec:
     return CapabilitySpec(
         resource_version_id="rv1", capability_key=key, kind="hosted",
-        model_name=key.replace(".", "_"), description=f"{key} for tests",
+        exposed_name=key.replace(".", "_"), description=f"{key} for tests",
         input_schema=schema, handler_ref=f"test:{key}",
     )
 

@@ -14,7 +14,7 @@ def state() -> OperationState:
     args = {"messages": [{"role": "user", "content": "héllo ✓"}], "n": 1.5, "flag": True}
     return OperationState(
         operation_id="op-1", run_id="run-1", logical_key="op-1", capability_key="model.main",
-        event_type="model", request={"model_name": "model_main", "proposed_arguments": args},
+        event_type="model", request={"exposed_name": "model_main", "proposed_arguments": args},
         payload=args, hooks_version="h1",
     )
 

@@ -12,7 +12,7 @@ from agentloom.errors import OperationError
 from agentloom.results import ToolResult
 
 PROTECTED = ["/run_id", "/operation_id", "/event", "/capability", "/role", "/timing",
-             "/payload_version", "/context", "/model_name", "/purpose", "/proposed_payload"]
+             "/payload_version", "/context", "/exposed_name", "/purpose", "/proposed_payload"]
 
 
 @pytest.mark.parametrize("path", PROTECTED)

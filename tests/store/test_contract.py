@@ -82,7 +82,7 @@ def seed(store: Store, *ops: Op) -> None:
 
 
 def event_ids(store: Store) -> list[str]:
-    return [r["event_id"] for r in store.query("events", order_by=("event_id",))]
+    return [r["event_id"] for r in store.query("run_controls", order_by=("event_id",))]
 
 
 def ids(rows: Sequence[dict[str, Any]], column: str = "operation_id") -> list[str]:
@@ -253,22 +253,22 @@ def test_sql_database_from_a_newer_agentloom_refuses_to_open_with_a_store_error(
 def test_insert_of_an_existing_key_is_a_revision_conflict_and_writes_nothing_of_its_write_set(
     store: Store, batched: bool
 ) -> None:
-    seed(store, Insert("runs", run_row()), Insert("events", event_row("e-old", data={"v": 1})))
+    seed(store, Insert("runs", run_row()), Insert("run_controls", event_row("e-old", data={"v": 1})))
     conflicting = WriteSet(
         (
-            Insert("events", event_row("e-new")),
+            Insert("run_controls", event_row("e-new")),
             Put("runs", {"run_id": RUN, "status": "done"}),
-            Insert("events", event_row("e-old", data={"v": 2})),
+            Insert("run_controls", event_row("e-old", data={"v": 2})),
         )
     )
-    neighbour = WriteSet((Insert("events", event_row("e-neighbour")),))
+    neighbour = WriteSet((Insert("run_controls", event_row("e-neighbour")),))
 
     outcomes = store.commit_many([neighbour, conflicting] if batched else [conflicting])
 
     assert isinstance(outcomes[-1], RevisionConflict)
     assert outcomes[:-1] == ([None] if batched else [])
     assert event_ids(store) == (["e-neighbour", "e-old"] if batched else ["e-old"])
-    assert store.get("events", {"event_id": "e-old"})["data"] == {"v": 1}  # type: ignore[index]
+    assert store.get("run_controls", {"event_id": "e-old"})["data"] == {"v": 1}  # type: ignore[index]
     assert store.get("runs", {"run_id": RUN})["status"] == "running"  # type: ignore[index]
 
 
@@ -276,7 +276,7 @@ def test_insert_of_one_key_twice_in_a_write_set_is_a_revision_conflict_and_write
     store: Store,
 ) -> None:
     outcome = commit(
-        store, Insert("events", event_row("e-1")), Insert("events", event_row("e-1"))
+        store, Insert("run_controls", event_row("e-1")), Insert("run_controls", event_row("e-1"))
     )
     assert isinstance(outcome, RevisionConflict)
     assert event_ids(store) == []
@@ -296,12 +296,12 @@ def test_insert_that_repeats_a_unique_run_and_logical_key_is_a_revision_conflict
 def test_store_accepts_writes_after_a_write_set_was_rolled_back(
     store: Store, batched: bool
 ) -> None:
-    seed(store, Insert("events", event_row("e-1")))
-    duplicate = WriteSet((Insert("events", event_row("e-1")),))
-    batch = [duplicate, WriteSet((Insert("events", event_row("e-0")),))] if batched else [duplicate]
+    seed(store, Insert("run_controls", event_row("e-1")))
+    duplicate = WriteSet((Insert("run_controls", event_row("e-1")),))
+    batch = [duplicate, WriteSet((Insert("run_controls", event_row("e-0")),))] if batched else [duplicate]
     assert isinstance(store.commit_many(batch)[0], RevisionConflict)
 
-    seed(store, Insert("events", event_row("e-2")))
+    seed(store, Insert("run_controls", event_row("e-2")))
     assert event_ids(store) == (["e-0", "e-1", "e-2"] if batched else ["e-1", "e-2"])
 
 
@@ -356,9 +356,9 @@ def test_rows_naming_the_same_columns_in_another_order_are_written_column_by_col
 ) -> None:
     first = event_row("e-1", type="first")
     second = dict(reversed(list(event_row("e-2", type="second", run_id="run-2").items())))
-    seed(store, make_op("events", first))
-    seed(store, make_op("events", second))
-    assert store.query("events", order_by=("event_id",)) == [
+    seed(store, make_op("run_controls", first))
+    seed(store, make_op("run_controls", second))
+    assert store.query("run_controls", order_by=("event_id",)) == [
         first,
         event_row("e-2", type="second", run_id="run-2"),
     ]
@@ -425,24 +425,24 @@ def test_claim_run_only_if_expired_takes_a_run_nobody_holds_and_refuses_a_live_l
 def test_store_write_with_stale_lease_epoch_fails_and_changes_nothing(
     store: Store, batched: bool
 ) -> None:
-    seed(store, Insert("runs", run_row()), Insert("events", event_row("e-old", data={"v": 1})))
+    seed(store, Insert("runs", run_row()), Insert("run_controls", event_row("e-old", data={"v": 1})))
     assert store.claim_run(RUN, "worker-a", 60.0) == 1
     assert store.claim_run(RUN, "worker-b", 60.0) == 2
     stale = WriteSet(
         (
-            Insert("events", event_row("e-stale")),
-            Put("events", event_row("e-old", data={"v": 2})),
+            Insert("run_controls", event_row("e-stale")),
+            Put("run_controls", event_row("e-old", data={"v": 2})),
             Put("runs", {"run_id": RUN, "status": "done"}),
         ),
         fence=Fence(RUN, 1),
     )
-    neighbour = WriteSet((Insert("events", event_row("e-neighbour")),))
+    neighbour = WriteSet((Insert("run_controls", event_row("e-neighbour")),))
 
     outcomes = store.commit_many([neighbour, stale] if batched else [stale])
 
     assert isinstance(outcomes[-1], FencedOut)
     assert event_ids(store) == (["e-neighbour", "e-old"] if batched else ["e-old"])
-    assert store.get("events", {"event_id": "e-old"})["data"] == {"v": 1}  # type: ignore[index]
+    assert store.get("run_controls", {"event_id": "e-old"})["data"] == {"v": 1}  # type: ignore[index]
     run = store.get("runs", {"run_id": RUN})
     assert run is not None
     assert (run["status"], run["lease_epoch"], run["lease_owner"]) == ("running", 2, "worker-b")
@@ -453,7 +453,7 @@ def test_store_write_with_current_lease_epoch_commits(store: Store) -> None:
     epoch = store.claim_run(RUN, "worker-a", 60.0)
     outcome = commit(
         store,
-        Insert("events", event_row("e-1")),
+        Insert("run_controls", event_row("e-1")),
         Put("runs", {"run_id": RUN, "status": "waiting"}),
         fence=Fence(RUN, epoch),
     )
@@ -463,7 +463,7 @@ def test_store_write_with_current_lease_epoch_commits(store: Store) -> None:
 
 
 def test_store_write_fenced_on_a_missing_run_fails_and_changes_nothing(store: Store) -> None:
-    outcome = commit(store, Insert("events", event_row("e-1")), fence=Fence("no-such-run", 0))
+    outcome = commit(store, Insert("run_controls", event_row("e-1")), fence=Fence("no-such-run", 0))
     assert isinstance(outcome, FencedOut)
     assert event_ids(store) == []
 
@@ -472,19 +472,19 @@ def test_store_write_fenced_on_a_missing_run_fails_and_changes_nothing(store: St
 
 
 def test_commit_many_keeps_the_write_sets_of_one_batch_independent(store: Store) -> None:
-    seed(store, Insert("runs", run_row()), Insert("events", event_row("e-old", data={"v": 1})))
+    seed(store, Insert("runs", run_row()), Insert("run_controls", event_row("e-old", data={"v": 1})))
     epoch = store.claim_run(RUN, "worker-a", 60.0)
-    good_1 = WriteSet((Insert("events", event_row("e-good-1")),), fence=Fence(RUN, epoch))
-    stale = WriteSet((Insert("events", event_row("e-stale")),), fence=Fence(RUN, epoch - 1))
+    good_1 = WriteSet((Insert("run_controls", event_row("e-good-1")),), fence=Fence(RUN, epoch))
+    stale = WriteSet((Insert("run_controls", event_row("e-stale")),), fence=Fence(RUN, epoch - 1))
     duplicate = WriteSet(
         (
-            Insert("events", event_row("e-duplicate-fresh")),
-            Insert("events", event_row("e-old", data={"v": 2})),
+            Insert("run_controls", event_row("e-duplicate-fresh")),
+            Insert("run_controls", event_row("e-old", data={"v": 2})),
         ),
         fence=Fence(RUN, epoch),
     )
     good_2 = WriteSet(
-        (Insert("events", event_row("e-good-2")), Put("runs", {"run_id": RUN, "status": "idle"})),
+        (Insert("run_controls", event_row("e-good-2")), Put("runs", {"run_id": RUN, "status": "idle"})),
         fence=Fence(RUN, epoch),
     )
 
@@ -492,16 +492,16 @@ def test_commit_many_keeps_the_write_sets_of_one_batch_independent(store: Store)
 
     assert [type(o) for o in outcomes] == [type(None), FencedOut, RevisionConflict, type(None)]
     assert event_ids(store) == ["e-good-1", "e-good-2", "e-old"]
-    assert store.get("events", {"event_id": "e-old"})["data"] == {"v": 1}  # type: ignore[index]
+    assert store.get("run_controls", {"event_id": "e-old"})["data"] == {"v": 1}  # type: ignore[index]
     assert store.get("runs", {"run_id": RUN})["status"] == "idle"  # type: ignore[index]
 
 
 def test_later_write_sets_of_a_batch_see_the_earlier_ones(store: Store) -> None:
     outcomes = store.commit_many(
         [
-            WriteSet((Insert("runs", run_row()), Insert("events", event_row("e-1")))),
-            WriteSet((Insert("events", event_row("e-1")),)),
-            WriteSet((Insert("events", event_row("e-2")),), fence=Fence(RUN, 0)),
+            WriteSet((Insert("runs", run_row()), Insert("run_controls", event_row("e-1")))),
+            WriteSet((Insert("run_controls", event_row("e-1")),)),
+            WriteSet((Insert("run_controls", event_row("e-2")),), fence=Fence(RUN, 0)),
         ]
     )
     assert [type(o) for o in outcomes] == [type(None), RevisionConflict, type(None)]
@@ -515,8 +515,8 @@ def test_commit_many_of_an_empty_batch_returns_no_outcomes(store: Store) -> None
 @pytest.mark.parametrize(
     "bad_op",
     [
-        Insert("events", {**event_row("e-bad"), INJECTION: 1}),
-        Put("events", {"event_id": "e-bad", INJECTION: 1}),
+        Insert("run_controls", {**event_row("e-bad"), INJECTION: 1}),
+        Put("run_controls", {"event_id": "e-bad", INJECTION: 1}),
         Insert("no_such_table", {"id": 1}),
         Insert("runs; DROP TABLE runs; --", {"run_id": "r"}),
     ],
@@ -527,14 +527,14 @@ def test_batch_naming_an_unknown_table_or_column_raises_a_store_error_and_writes
 ) -> None:
     seed(store, Insert("runs", run_row()))
     batch = [
-        WriteSet((Insert("events", event_row("e-good")),)),
-        WriteSet((Insert("events", event_row("e-other")), bad_op)),
+        WriteSet((Insert("run_controls", event_row("e-good")),)),
+        WriteSet((Insert("run_controls", event_row("e-other")), bad_op)),
     ]
     with pytest.raises(StoreError):
         store.commit_many(batch)
     assert event_ids(store) == []
     assert store.get("runs", {"run_id": RUN}) is not None  # the runs table is still there
-    seed(store, Insert("events", event_row("e-after")))  # and the store still writes
+    seed(store, Insert("run_controls", event_row("e-after")))  # and the store still writes
 
 
 # --- values ---------------------------------------------------------------------------
@@ -554,10 +554,10 @@ def test_json_columns_round_trip_nested_data_and_unicode(store: Store) -> None:
     seed(
         store,
         Insert("runs", run_row(data=NESTED)),
-        Insert("events", event_row("e-1", data=top_level_list)),
+        Insert("run_controls", event_row("e-1", data=top_level_list)),
     )
     assert store.get("runs", {"run_id": RUN})["data"] == NESTED  # type: ignore[index]
-    assert store.get("events", {"event_id": "e-1"})["data"] == top_level_list  # type: ignore[index]
+    assert store.get("run_controls", {"event_id": "e-1"})["data"] == top_level_list  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
@@ -591,11 +591,11 @@ def test_values_that_look_like_sql_round_trip_exactly_in_text_and_json_columns(
     """PostgreSQL sends a batch as one query with the values bound client-side: every value
     must come back byte for byte, and nothing in it may end or run a statement."""
     seed(store, Insert("runs", run_row(text, status=text, data={"k": text, text: [text]})),
-         Put("events", event_row("e-1", type=text, data=[text, {"t": text}])))
+         Put("run_controls", event_row("e-1", type=text, data=[text, {"t": text}])))
     run = store.get("runs", {"run_id": text})
     assert run is not None and run["status"] == text
     assert run["data"] == {"k": text, text: [text]}
-    assert store.get("events", {"event_id": "e-1"})["data"] == [text, {"t": text}]  # type: ignore[index]
+    assert store.get("run_controls", {"event_id": "e-1"})["data"] == [text, {"t": text}]  # type: ignore[index]
 
 
 def test_a_row_inserted_then_put_in_one_write_set_has_the_put_columns(store: Store) -> None:
@@ -622,9 +622,9 @@ def test_a_put_of_some_columns_of_a_missing_row_is_refused_with_a_store_error(
     if not store.durable:
         pytest.skip("the in-memory store has no NOT NULL columns")
     with pytest.raises(StoreError):
-        store.commit_many([WriteSet((Insert("events", event_row("e-1")),
+        store.commit_many([WriteSet((Insert("run_controls", event_row("e-1")),
                                      Put("runs", {"run_id": "missing", "status": "x"})))])
-    assert store.query("events") == []
+    assert store.query("run_controls") == []
 
 
 # --- reads ----------------------------------------------------------------------------
@@ -777,7 +777,7 @@ print(outcomes)
 
 def test_committed_rows_survive_close_and_reopen(durable_store_url: str) -> None:
     first = open_store(durable_store_url)
-    seed(first, Insert("runs", run_row(data=NESTED)), Insert("events", event_row("e-1")))
+    seed(first, Insert("runs", run_row(data=NESTED)), Insert("run_controls", event_row("e-1")))
     first.close()
 
     reopened = open_store(durable_store_url)

@@ -35,7 +35,7 @@ DEADLINE_S = 30.0
 def fenced_rows(store: Store, epoch: int) -> set[str]:
     return {
         r["event_id"]
-        for r in store.query("events", {"run_id": RUN, "type": f"fenced@{epoch}"})
+        for r in store.query("run_controls", {"run_id": RUN, "type": f"fenced@{epoch}"})
     }
 
 
@@ -55,7 +55,7 @@ class OldHolder:
         ids = {f"e-{self.epoch}-{uuid.uuid4().hex}" for _ in range(OPS_PER_WRITE_SET)}
         ops = tuple(
             Insert(
-                "events",
+                "run_controls",
                 {
                     "event_id": event_id,
                     "run_id": RUN,

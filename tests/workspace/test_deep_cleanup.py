@@ -81,8 +81,8 @@ async def test_i11_6_a_folder_1500_levels_deep_is_deleted_at_run_end(
     wrote = await kernel.bus.request("fs_write", {"path": "top.txt", "content": "x"}, ctx)
     assert wrote.succeeded, wrote.error
     scopes = kernel.environment.scopes
-    assert lease.workspace_scope_ref is not None
-    work = scopes.path(scopes.get(lease.workspace_scope_ref))
+    assert lease.workspace_scope_id is not None
+    work = scopes.path(scopes.get(lease.workspace_scope_id))
     leftovers.append(work.parent)
     build_deep(work, DEPTH, leaf=lambda fd: os.symlink(outside, "escape", dir_fd=fd))
 

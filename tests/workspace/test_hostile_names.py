@@ -180,9 +180,9 @@ async def test_i11_1_fs_tools_on_a_kernel_list_and_use_non_utf8_names_and_the_re
     kernel: Kernel, durable_store_url: str
 ) -> None:
     lease = await kernel.start_run()
-    assert lease.workspace_scope_ref is not None
+    assert lease.workspace_scope_id is not None
     scopes = kernel.environment.scopes
-    plant(scopes.path(scopes.get(lease.workspace_scope_ref)), b"bad\xff.txt")  # as exec would
+    plant(scopes.path(scopes.get(lease.workspace_scope_id)), b"bad\xff.txt")  # as exec would
     ctx = kernel.invocation_context(lease, release_id="rel")
     calls = [("fs_list", {}), ("fs_glob", {"pattern": "*"}), ("fs_grep", {"pattern": "needle"}),
              ("fs_read", {"path": r"bad\xff.txt"}),
@@ -205,7 +205,7 @@ async def test_i11_1_fs_tools_on_a_kernel_list_and_use_non_utf8_names_and_the_re
     try:
         ops = store.query("operations", {"run_id": lease.run_id, "event_type": "tool"})
         assert sorted(op["outcome"] for op in ops) == ["failed"] + ["succeeded"] * 5
-        raw = {op["data"]["request"]["model_name"]: op["data"]["raw"]["content"][0]["data"]
+        raw = {op["data"]["request"]["exposed_name"]: op["data"]["raw"]["content"][0]["data"]
                for op in ops if op["outcome"] == "succeeded"}
         assert raw["fs_list"]["entries"][0]["name"] == r"bad\xff.txt"
         assert raw["fs_move"]["path"] == r"moved\xfe.txt"

@@ -158,8 +158,8 @@ def hook_specs(config: Config) -> tuple[HookSpec, ...]:
         for i, hook in enumerate(agent.hooks):
             role = hook.match.role
             specs.append(HookSpec(
-                hook_id=hook.id or default_hook_id(name, i),
-                timing=hook.at,
+                hook_id=hook.hook_id or default_hook_id(name, i),
+                timing=hook.timing,
                 event=hook.event,
                 match=HookMatch(role=name if role is None else (None if role == "*" else role),
                                 capability=hook.match.capability, purpose=hook.match.purpose,

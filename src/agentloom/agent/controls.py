@@ -1,10 +1,11 @@
 """Run control: ``stop`` and ``supplement`` through one entry, never queued behind a call.
 
-A control is a row of the ``events`` table (``control.stop`` / ``control.supplement``),
-written by whoever asks — the process running the run or another one (``agentloom runs
-stop``). The running process sets the run's cancel token at once when the stop comes from
-itself, and otherwise sees the row within one poll interval; a long tool call is cancelled
-through the token, it never has to finish first.
+A control is a row of the ``run_controls`` table (``control.stop`` /
+``control.supplement``; the table was called ``events`` before schema v6), written by whoever
+asks — the process running the run or another one (``agentloom runs stop``). The running
+process sets the run's cancel token at once when the stop comes from itself, and otherwise
+sees the row within one poll interval; a long tool call is cancelled through the token, it
+never has to finish first.
 
 Supplements reach the root (Planner) only, at the start of its next turn; which turn took
 which supplement is committed (``consumed_turn``), so a resumed run replays the same
@@ -31,7 +32,7 @@ SUPPLEMENT = "control.supplement"
 async def record_control(coordinator: CommitCoordinator, run_id: str, kind: str,
                          data: dict[str, Any]) -> str:
     event_id = new_id()
-    await coordinator.commit(WriteSet((Insert("events", {
+    await coordinator.commit(WriteSet((Insert("run_controls", {
         "event_id": event_id, "run_id": run_id, "type": kind, "created_at": time.time(),
         "data": data}),)))
     return event_id
@@ -60,7 +61,7 @@ class ControlState:
     def poll(self, store: Store) -> bool:
         """Read controls not seen yet; True when there is something new."""
         fresh = False
-        for row in store.query("events", {"run_id": self.run_id}, order_by=("event_id",)):
+        for row in store.query("run_controls", {"run_id": self.run_id}, order_by=("event_id",)):
             if row["event_id"] in self.seen or not row["type"].startswith("control."):
                 continue
             self.seen.add(row["event_id"])
@@ -76,7 +77,7 @@ class ControlState:
                     self.by_turn.setdefault(int(turn), []).append(str(data["text"]))
         return fresh
 
-    async def take(self, store: Store, coordinator: CommitCoordinator, fence: Fence,
+    async def take(self, store: Store, coordinator: CommitCoordinator, fence: Fence, *,
                    turn: int, live: bool) -> list[str]:
         """The supplements of ``turn``: those it consumed before (replay), and — when the
         turn's model call is not committed yet — the pending ones, now marked consumed."""
@@ -84,9 +85,9 @@ class ControlState:
         if live and self.pending:
             taken, self.pending = self.pending, []
             rows = {r["event_id"]: r for r in store.query(
-                "events", {"run_id": self.run_id, "type": SUPPLEMENT})}
-            ops = [Put("events", {**rows[eid], "data": {**rows[eid]["data"],
-                                                          "consumed_turn": turn}})
+                "run_controls", {"run_id": self.run_id, "type": SUPPLEMENT})}
+            ops = [Put("run_controls", {**rows[eid], "data": {**rows[eid]["data"],
+                                                                "consumed_turn": turn}})
                    for eid, _ in taken]
             await coordinator.commit(WriteSet(tuple(ops), fence))
             self.by_turn.setdefault(turn, []).extend(t for _, t in taken)

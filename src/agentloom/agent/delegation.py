@@ -18,7 +18,7 @@ from typing import Any
 from agentloom.agent.loop import LoopOutcome
 from agentloom.agent.spec import delegate_key
 from agentloom.attempts import AttemptContext, CapabilityRequest
-from agentloom.catalog import CapabilitySpec, legal_model_name
+from agentloom.catalog import CapabilitySpec, legal_exposed_name
 from agentloom.errors import OperationError
 from agentloom.results import ToolResult
 
@@ -39,7 +39,7 @@ def delegate_spec(executor: str, description: str, release_id: str) -> Capabilit
     key = delegate_key(executor)
     return CapabilitySpec(
         resource_version_id=release_id, capability_key=key, kind="builtin",
-        model_name=legal_model_name(key),
+        exposed_name=legal_exposed_name(key),
         description=description or f"Delegate a self-contained task to the {executor} agent "
         "and get its final answer back.",
         input_schema=DELEGATE_SCHEMA, handler_ref=f"delegate:{executor}")

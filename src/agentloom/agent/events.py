@@ -5,43 +5,233 @@ tool are two pairs); the status is the call's real outcome (``succeeded`` / ``fa
 ``denied`` / ``unknown`` / ``cancelled``), never a default "ok"; the summary is taken
 from the actual result. No token deltas, no message bodies.
 
-Live events go to the run handle's subscribers as the loop makes them. Stored events are
-a *projection* of the committed facts (runs and operations rows): nothing is written twice,
-and what ``agentloom runs events`` prints is what the store says happened.
+Owns: the one event model — ``RunEvent`` and, per event type, its typed payload (``data``):
+the same class and the same keys whether the event is live or stored. Live events go to the
+run handle's subscribers as the loop makes them (a payload given as a plain mapping is typed
+on the spot; a key its type does not have is refused). Stored events are a *projection* of
+the committed facts (runs and operations rows, ``run_events``): nothing is written twice, and
+what ``agentloom runs events`` prints is what the store says happened. A key one side cannot
+know is ``None`` there (a live ``*.call.started`` comes before its operation exists).
+
+Does not own: when events are made (the loop and the runtime), how they are shown (the CLI).
+
+============================================  =============================================
+type                                          payload
+============================================  =============================================
+``run.started``                               ``RunStarted``
+``model.call.started`` / ``.completed``       ``ModelCallStarted`` / ``ModelCallCompleted``
+``tool.call.started`` / ``.completed``        ``ToolCallStarted`` / ``ToolCallCompleted``
+``delegation.call.started`` / ``.completed``  ``ToolCallStarted`` / ``ToolCallCompleted``
+``run.finished``                              ``RunFinished``
+``context.compacted`` (live only)             ``ContextCompacted``
+``hook.warning`` (live only)                  ``HookWarning``
+============================================  =============================================
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+import functools
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentloom.models.gateway import response_from_dict
+from agentloom.models.types import ModelResponse
 from agentloom.pipeline.records import stored_envelope
-from agentloom.results import OperationResult
+from agentloom.results import JsonBlock, OperationResult, ToolResult
 from agentloom.store import Store
 
-__all__ = ["EventSink", "RunEvent", "envelope_status", "run_events", "summary_of"]
+__all__ = [
+    "PAYLOADS", "ContextCompacted", "EventData", "EventSink", "HookWarning", "ModelCallCompleted",
+    "ModelCallStarted", "RunEvent", "RunFinished", "RunStarted", "ToolCallCompleted",
+    "ToolCallStarted", "envelope_status", "run_events", "stored_response", "summary_of",
+]
 
 SUMMARY_LIMIT = 200
 SUMMARY_WINDOW = 16 * SUMMARY_LIMIT  # characters of a result looked at for its summary
 
 
+# -- payloads ------------------------------------------------------------------------------
+
+
+class EventData(Mapping[str, Any]):
+    """The payload of one event type: a frozen dataclass whose fields are its keys, every one
+    always present (``None`` when not known), read as a mapping too (``data["status"]``).
+    Payloads are declared ``eq=False``: they compare as mappings, equal to a dict with the
+    same items."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _keys(type(self)):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_keys(type(self)))
+
+    def __len__(self) -> int:
+        return len(_keys(type(self)))
+
+
+@functools.cache
+def _keys(cls: type[EventData]) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class RunStarted(EventData):
+    """``run.started``."""
+
+    agent: str | None = None
+    task: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class RunFinished(EventData):
+    """``run.finished``: the run's end as ``RunResult.to_dict`` gives it (``error`` is an
+    ``OperationError.to_dict``; ``workspace`` the folder kept after the run, if any)."""
+
+    status: str | None = None
+    output: Any = None
+    error: Mapping[str, Any] | None = None
+    steps: int | None = None
+    workspace: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class ModelCallStarted(EventData):
+    """``model.call.started``: ``turn`` of the invocation of ``role``; ``purpose`` is
+    ``compaction`` for a summarising call."""
+
+    role: str | None = None
+    turn: int | None = None
+    logical_key: str | None = None
+    operation_id: str | None = None
+    capability: str | None = None
+    purpose: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class ModelCallCompleted(ModelCallStarted):
+    """``model.call.completed``: the call's real ``status``; ``error_code`` when it failed,
+    ``finish_reason`` and the number of ``tool_calls`` when it answered."""
+
+    status: str | None = None
+    attempts: int | None = None
+    error_code: str | None = None
+    finish_reason: str | None = None
+    tool_calls: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class ToolCallStarted(EventData):
+    """``tool.call.started`` / ``delegation.call.started``, keyed by the model's ``call_id``."""
+
+    role: str | None = None
+    call_id: str | None = None
+    capability: str | None = None
+    operation_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class ToolCallCompleted(ToolCallStarted):
+    """``tool.call.completed`` / ``delegation.call.completed``: the call's real ``status`` and
+    a ``summary`` taken from its actual result."""
+
+    status: str | None = None
+    attempts: int | None = None
+    summary: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class ContextCompacted(EventData):
+    """``context.compacted`` (live only): older turns of ``role`` were summarised."""
+
+    role: str | None = None
+    turn: int | None = None
+    replaced: int | None = None
+    messages_before: int | None = None
+    messages_after: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class HookWarning(EventData):
+    """``hook.warning`` (live only; ``runs show`` lists them as ``warnings``): a hook failed,
+    could not decide or had its patch dropped."""
+
+    operation_id: str | None = None
+    capability: str | None = None
+    hook_id: str | None = None
+    timing: str | None = None
+    status: str | None = None
+    code: str | None = None
+    message: str | None = None
+    denied: bool | None = None
+
+
+PAYLOADS: Mapping[str, type[EventData]] = {
+    "run.started": RunStarted,
+    "run.finished": RunFinished,
+    "model.call.started": ModelCallStarted,
+    "model.call.completed": ModelCallCompleted,
+    "tool.call.started": ToolCallStarted,
+    "tool.call.completed": ToolCallCompleted,
+    "delegation.call.started": ToolCallStarted,
+    "delegation.call.completed": ToolCallCompleted,
+    "context.compacted": ContextCompacted,
+    "hook.warning": HookWarning,
+}
+"""The payload type of every event type."""
+
+
+def _typed(event_type: str, run_id: str, data: Mapping[str, Any]) -> EventData:
+    """``data`` as the payload of ``event_type``.
+
+    Raises:
+        ValueError: an unknown event type, or a key its payload does not have.
+    """
+    cls = PAYLOADS.get(event_type)
+    if cls is None:
+        raise ValueError(f"unknown run event type {event_type!r}; known: {sorted(PAYLOADS)}")
+    if type(data) is cls:
+        return data
+    items = dict(data)
+    if items.get("run_id", run_id) == run_id:  # carried once, by the event
+        items.pop("run_id", None)
+    unknown = sorted(set(items) - set(_keys(cls)))
+    if unknown:
+        raise ValueError(f"a {event_type} event has no keys {unknown}; its keys are "
+                         f"{list(_keys(cls))} ({cls.__name__})")
+    return cls(**items)
+
+
 @dataclass(frozen=True, slots=True)
 class RunEvent:
     """One low-frequency run event (``run.started``, ``tool.call.completed``, …) as the run
-    handle and ``agentloom runs events`` show it: a type, the run, a time and a small ``data``
-    map — never a token delta or a message body (F14)."""
+    handle and ``agentloom runs events`` show it: a type, the run, a time and its typed
+    payload ``data`` (``PAYLOADS[type]``; a plain mapping given here is typed) — never a
+    token delta or a message body (F14)."""
 
     type: str
     run_id: str
     at: float
     data: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "data", _typed(self.type, self.run_id, self.data))
+
     def to_dict(self) -> dict[str, Any]:
+        """The event as JSON: ``type``, ``run_id``, ``at`` and every key of its payload."""
         return {"type": self.type, "run_id": self.run_id, "at": self.at, **self.data}
 
 
 EventSink = Callable[[RunEvent], None]
+
+
+# -- the stored projection -----------------------------------------------------------------
 
 
 def envelope_status(envelope: OperationResult) -> str:
@@ -58,8 +248,62 @@ def summary_of(envelope: OperationResult) -> str:
     return text if len(text) <= SUMMARY_LIMIT and not cut else text[: SUMMARY_LIMIT - 1] + "…"
 
 
+def stored_response(result: ToolResult | None) -> ModelResponse | None:
+    """The model response a model operation's result holds; None without one (or when it is
+    not a response the gateway can read)."""
+    if result is None or len(result.content) != 1 or not isinstance(result.content[0], JsonBlock):
+        return None
+    try:
+        return response_from_dict(result.content[0].data)
+    except ValueError:
+        return None
+
+
+# The loop's logical key of a model call: ``<invocation>/t<turn>/<model|compact>[#k]``.
+_TURN = re.compile(r"/t(\d+)/[^/]+$")
+
+
+def _turn(logical_key: str) -> int | None:
+    found = _TURN.search(logical_key)
+    return int(found.group(1)) if found else None
+
+
 def _kind(event_type: str) -> str:
     return {"model": "model", "delegation": "delegation"}.get(event_type, "tool")
+
+
+def _model_events(run_id: str, row: dict[str, Any], store: Store) -> list[RunEvent]:
+    request = row["data"]["request"]
+    base = {"role": request.get("role"), "turn": _turn(row["logical_key"]),
+            "logical_key": row["logical_key"], "operation_id": row["operation_id"],
+            "capability": row["capability_key"], "purpose": request.get("purpose")}
+    events = [RunEvent("model.call.started", run_id, row["created_at"],
+                       ModelCallStarted(**base))]
+    envelope = stored_envelope(row, store)
+    if envelope is not None:
+        response = stored_response(envelope.result or envelope.raw)
+        events.append(RunEvent("model.call.completed", run_id, row["updated_at"],
+                               ModelCallCompleted(
+            **base, status=envelope_status(envelope), attempts=envelope.attempts,
+            error_code=envelope.error.code if envelope.error is not None else None,
+            finish_reason=response.finish_reason if response is not None else None,
+            tool_calls=len(response.tool_calls) if response is not None else None)))
+    return events
+
+
+def _call_events(run_id: str, kind: str, row: dict[str, Any], store: Store) -> list[RunEvent]:
+    request = row["data"]["request"]
+    base = {"role": request.get("role"), "call_id": request.get("call_id"),
+            "capability": row["capability_key"], "operation_id": row["operation_id"]}
+    events = [RunEvent(f"{kind}.call.started", run_id, row["created_at"],
+                       ToolCallStarted(**base))]
+    envelope = stored_envelope(row, store)
+    if envelope is not None:
+        events.append(RunEvent(f"{kind}.call.completed", run_id, row["updated_at"],
+                               ToolCallCompleted(**base, status=envelope_status(envelope),
+                                                 attempts=envelope.attempts,
+                                                 summary=summary_of(envelope))))
+    return events
 
 
 def run_events(store: Store, run_id: str) -> list[RunEvent]:
@@ -69,23 +313,15 @@ def run_events(store: Store, run_id: str) -> list[RunEvent]:
         return []
     data = run["data"]
     events = [RunEvent("run.started", run_id, run["created_at"],
-                       {"agent": data.get("agent"), "task": data.get("task")})]
+                       RunStarted(agent=data.get("agent"), task=data.get("task")))]
     for row in store.query("operations", {"run_id": run_id}, order_by=("created_at",)):
-        request = row["data"]["request"]
         kind = _kind(row["event_type"])
-        base = {"operation_id": row["operation_id"], "capability": row["capability_key"],
-                "role": request.get("role"), "call_id": request.get("call_id"),
-                "purpose": request.get("purpose")}
-        events.append(RunEvent(f"{kind}.call.started", run_id, row["created_at"], base))
-        envelope = stored_envelope(row, store)
-        if envelope is not None:
-            done = {**base, "status": envelope_status(envelope), "attempts": envelope.attempts}
-            if kind != "model":
-                done["summary"] = summary_of(envelope)
-            events.append(RunEvent(f"{kind}.call.completed", run_id, row["updated_at"], done))
+        events += (_model_events(run_id, row, store) if kind == "model"
+                   else _call_events(run_id, kind, row, store))
     if run["status"] in TERMINAL:
-        events.append(RunEvent("run.finished", run_id, run["updated_at"], {
-            "status": run["status"], "output": data.get("output"), "error": data.get("error")}))
+        events.append(RunEvent("run.finished", run_id, run["updated_at"], RunFinished(
+            status=run["status"], output=data.get("output"), error=data.get("error"),
+            steps=data.get("steps"), workspace=data.get("workspace"))))
     events.sort(key=lambda e: e.at)
     return events
 

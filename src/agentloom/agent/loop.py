@@ -56,7 +56,7 @@ from agentloom.bus import EventBus
 from agentloom.bus.bus import RequestItem
 from agentloom.errors import OperationError
 from agentloom.models.calls import RESPONSE_INVALID_CODES, parse_arguments
-from agentloom.models.gateway import ModelCallFailed, ModelGateway
+from agentloom.models.gateway import ModelCallFailed, ModelGateway, model_key
 from agentloom.models.types import Message, ModelRequest, ModelResponse, ToolDef
 from agentloom.pipeline.context import InvocationContext
 from agentloom.results import OperationResult
@@ -143,7 +143,7 @@ class ReactLoop:
             # prepare_model → compact_context (when the budget needs it) → call_model
             request = ModelRequest(messages=tuple(inv.messages), tools=defs, output_format=fmt)
             if budget is not None and sizes.tokens(request.messages, defs) > budget.input_limit:
-                failed = await self._compact(inv, n, budget, sizes, defs, emit)
+                failed = await self._compact(inv, n, budget=budget, sizes=sizes, tools=defs, emit=emit)
                 if failed is not None:
                     return failed
                 request = ModelRequest(messages=tuple(inv.messages), tools=defs,
@@ -209,7 +209,7 @@ class ReactLoop:
             return None
         return LoopOutcome("failed", None, error, steps=n, messages=tuple(inv.messages))
 
-    async def _compact(self, inv: Invocation, n: int, budget: Budget, sizes: Estimator,
+    async def _compact(self, inv: Invocation, n: int, *, budget: Budget, sizes: Estimator,
                        tools: tuple[ToolDef, ...], emit: EventSink) -> LoopOutcome | None:
         """Summarise the older turns so the next request fits; a failure ends the invocation."""
         ctx = inv.ctx
@@ -257,14 +257,17 @@ class ReactLoop:
             refused = self._over_quota(inv, n)
             if refused is not None:
                 return refused
-            emit(RunEvent("model.call.started", ctx.run_id, time.time(),
-                          {"role": ctx.role, "turn": n, "logical_key": key}))
+            # the same keys a stored model call has (operation_id is not known yet)
+            base = {"role": ctx.role, "turn": n, "logical_key": key,
+                    "capability": model_key(inv.agent.name)}
+            emit(RunEvent("model.call.started", ctx.run_id, time.time(), base))
             try:
                 response = await self.gateway.generate(request, ctx, model=inv.agent.name,
                                                        logical_key=key, defer_commit=True)
             except ModelCallFailed as exc:
                 emit(RunEvent("model.call.completed", ctx.run_id, time.time(), {
-                    "role": ctx.role, "turn": n, "operation_id": exc.envelope.operation_id,
+                    **base, "operation_id": exc.envelope.operation_id,
+                    "attempts": exc.envelope.attempts,
                     "status": envelope_status(exc.envelope), "error_code": exc.error.code}))
                 stopped = self._control(inv)
                 if stopped is not None:
@@ -284,7 +287,7 @@ class ReactLoop:
             if inv.quota is not None:
                 inv.quota.charge(key, tokens_of(response, request.messages, inv.sizes))
             emit(RunEvent("model.call.completed", ctx.run_id, time.time(), {
-                "role": ctx.role, "turn": n, "status": "succeeded",
+                **base, "status": "succeeded",
                 "finish_reason": response.finish_reason,
                 "tool_calls": len(response.tool_calls)}))
             return response
@@ -322,7 +325,7 @@ class ReactLoop:
             emit(RunEvent(f"{item.event_type}.call.completed", ctx.run_id, time.time(), {
                 "role": ctx.role, "call_id": call.id, "capability": result.capability,
                 "operation_id": result.operation_id, "status": envelope_status(result),
-                "summary": summary_of(result)}))
+                "attempts": result.attempts, "summary": summary_of(result)}))
         return results
 
 

@@ -57,7 +57,7 @@ from agentloom.pipeline.context import InvocationContext
 from agentloom.refs import OwnerRef
 from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
-from agentloom.store import Put, Store, WriteSet
+from agentloom.store import Op, Store, WriteSet
 from agentloom.store.ports import Fence
 from agentloom.workspace.scope import WorkspaceScopeError
 
@@ -490,7 +490,8 @@ class Runtime:
         watcher = asyncio.ensure_future(self._watch(live))
         try:
             agent = self._agent(live.data["agent"])
-            live.emit(RunEvent("run.started", run_id, time.time(), {"agent": agent.name}))
+            live.emit(RunEvent("run.started", run_id, time.time(),
+                               {"agent": agent.name, "task": live.data["task"]}))
             limit = agent.limits.max_total_tokens
             live.quota = TokenQuota.of_run(self.store, run_id, limit) if limit else None
             inv = Invocation(invocation_id=run_id, agent=agent,
@@ -524,17 +525,15 @@ class Runtime:
         data = {**data, "output": outcome.answer, "steps": outcome.steps,
                 "error": outcome.error.to_dict() if outcome.error else None,
                 "workspace": self._kept_folder(lease.run_id)}
-        run_op = Put("runs", {"run_id": lease.run_id, "status": outcome.status,
-                              "updated_at": time.time(), "data": data})
         session = data.get("session_id") if outcome.status == "succeeded" else None
         for _ in range(MAX_TURN_TRIES):
-            ops: list[Any] = [run_op]
+            turn: tuple[Op, ...] = ()
             if session:
                 seq = len(self.store.query("session_turns", {"session_id": session}))
-                ops.append(turn_op(session, seq, lease.run_id, data["task"], outcome.output))
-            try:
-                await self.kernel.coordinator.commit(WriteSet(
-                    tuple(ops), Fence(lease.run_id, lease.lease_epoch)))
+                turn = (turn_op(session, seq, run_id=lease.run_id, task=data["task"],
+                                 output=outcome.output),)
+            try:  # a conflict is raised before anything is recorded or cleaned
+                await self.kernel.end_run(lease, outcome.status, data=data, with_ops=turn)
                 break
             except RevisionConflict:
                 if not session:
@@ -542,10 +541,9 @@ class Runtime:
         else:
             raise RunError(f"run {lease.run_id}: could not record its session turn",
                            code="SESSION_TURN_CONFLICT")
-        environment = self.kernel.environment
-        await environment.end_run(lease.run_id, lease.lease_epoch)
         return RunResult(lease.run_id, outcome.status, outcome.answer, outcome.error,
-                         outcome.steps, environment.revocation_confirmed(lease.run_id),
+                         outcome.steps,
+                         self.kernel.environment.revocation_confirmed(lease.run_id),
                          data["workspace"])
 
     def _kept_folder(self, run_id: str) -> str | None:
@@ -574,9 +572,7 @@ class Runtime:
                 return result
         else:
             try:
-                await self.kernel.coordinator.commit(WriteSet((Put("runs", {
-                    "run_id": run_id, "updated_at": time.time(), "data": data,
-                    "lease_expires_at": 0.0}),), Fence(run_id, live.lease.lease_epoch)))
+                await self.kernel.release_run(live.lease, data=data)
             except Exception as record_exc:
                 self._not_recorded(run_id, "could not record the failure", record_exc)
         last = failures["last"]
@@ -616,10 +612,7 @@ class Runtime:
                 if live.controls.stop_reason and not live.cancel.is_set:
                     live.cancel.set(live.controls.stop_reason)
                 if time.time() - renewed > LEASE_TTL_S / 3:
-                    await self.kernel.coordinator.commit(WriteSet((Put("runs", {
-                        "run_id": live.lease.run_id,
-                        "lease_expires_at": time.time() + LEASE_TTL_S}),),
-                        Fence(live.lease.run_id, live.lease.lease_epoch)))
+                    await self.kernel.renew_lease(live.lease, lease_ttl_s=LEASE_TTL_S)
                     renewed = time.time()
             except FencedOut:
                 live.cancel.set("lease lost: another worker took this run over")
@@ -638,8 +631,8 @@ class Runtime:
         committed = bool(self.store.query("operations", {"run_id": inv.ctx.run_id,
                                                          "logical_key": key}, limit=1))
         return await controls.take(self.store, self.kernel.coordinator,
-                                   Fence(live.lease.run_id, live.lease.lease_epoch), turn,
-                                   live=not committed)
+                                   Fence(live.lease.run_id, live.lease.lease_epoch),
+                                   turn=turn, live=not committed)
 
     async def _run_executor(self, executor: str, task: str, request: CapabilityRequest,
                             context: AttemptContext) -> LoopOutcome:

@@ -72,7 +72,7 @@ def open_session(store: Store, session_id: str, owner: OwnerRef, *, seen: int | 
     return SessionView(session_id, len(turns), tuple(history), None)
 
 
-def turn_op(session_id: str, seq: int, run_id: str, task: str, output: str | None) -> Op:
+def turn_op(session_id: str, seq: int, *, run_id: str, task: str, output: str | None) -> Op:
     return Insert("session_turns", {"session_id": session_id, "seq": seq, "run_id": run_id,
                                     "created_at": time.time(),
                                     "data": {"task": task, "output": output}})

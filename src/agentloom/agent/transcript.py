@@ -30,7 +30,7 @@ PREVIEW_LIMIT = 16_384
 def tool_defs(specs: Sequence[CapabilitySpec]) -> tuple[ToolDef, ...]:
     """The tools offered to a model: every spec of the role's catalog but model connections."""
     return tuple(
-        ToolDef(name=s.model_name, description=s.description or s.capability_key,
+        ToolDef(name=s.exposed_name, description=s.description or s.capability_key,
                 parameters=s.input_schema)
         for s in specs if not s.handler_ref.startswith("model:")
     )

@@ -141,7 +141,7 @@ class EventBus:
         request = Request(
             operation_id=operation_id,
             event_type=event_type,
-            model_name=name,
+            exposed_name=name,
             arguments=dict(arguments),
             context=context,
             logical_key=logical_key or operation_id,
@@ -236,7 +236,7 @@ class _Unresolved:
 def _routing_error(request: Request, code: str, message: str) -> OperationResult:
     return OperationResult(
         operation_id=request.operation_id,
-        capability=request.model_name,
+        capability=request.exposed_name,
         outcome="failed",
         error=OperationError(code=code, category="not_found", message=message,
                              phase="route", external_outcome="not_started"),

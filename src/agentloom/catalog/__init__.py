@@ -15,7 +15,7 @@ from agentloom.catalog.registry import CapabilityRegistry, ResolvedCatalog
 from agentloom.catalog.schema import DIALECT_2020_12, ArgumentValidator, compile_schema
 from agentloom.catalog.spec import (
     CAPABILITY_KINDS,
-    MODEL_NAME_PATTERN,
+    EXPOSED_NAME_PATTERN,
     SCHEMA_ORIGINS,
     CapabilityKind,
     CapabilitySpec,
@@ -23,14 +23,14 @@ from agentloom.catalog.spec import (
     FrozenList,
     SchemaOrigin,
     freeze_json,
-    legal_model_name,
+    legal_exposed_name,
     thaw_json,
 )
 
 __all__ = [
     "CAPABILITY_KINDS",
     "DIALECT_2020_12",
-    "MODEL_NAME_PATTERN",
+    "EXPOSED_NAME_PATTERN",
     "SCHEMA_ORIGINS",
     "ArgumentValidator",
     "CapabilityKind",
@@ -42,6 +42,6 @@ __all__ = [
     "SchemaOrigin",
     "compile_schema",
     "freeze_json",
-    "legal_model_name",
+    "legal_exposed_name",
     "thaw_json",
 ]

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from agentloom.canonical import canonical_json
 from agentloom.catalog.schema import ArgumentValidator, compile_schema
-from agentloom.catalog.spec import MODEL_NAME_PATTERN, CapabilitySpec, legal_model_name
+from agentloom.catalog.spec import EXPOSED_NAME_PATTERN, CapabilitySpec, legal_exposed_name
 from agentloom.errors import CatalogError
 
 ScopeKind = Literal["role", "node"]
@@ -29,7 +29,7 @@ ScopeKind = Literal["role", "node"]
 class ResolvedCatalog:
     """The capabilities one role (``scope="role:<key>"``) or node binding (``"node:<key>"``) sees.
 
-    ``specs`` is read-only and keyed by ``model_name`` in the order the scope
+    ``specs`` is read-only and keyed by ``exposed_name`` in the order the scope
     lists them. ``version`` is the release's content digest at resolution time;
     two catalogs are equal when release, scope and version are.
     """
@@ -92,8 +92,8 @@ class CapabilityRegistry:
         publishing identical content again keeps the version.
 
         Raises:
-            CatalogError: ``DUPLICATE_CAPABILITY_KEY``, ``INVALID_MODEL_NAME``,
-                ``DUPLICATE_MODEL_NAME`` (within one role or binding),
+            CatalogError: ``DUPLICATE_CAPABILITY_KEY``, ``INVALID_EXPOSED_NAME``,
+                ``DUPLICATE_EXPOSED_NAME`` (within one role or binding),
                 ``UNKNOWN_CAPABILITY_KEY`` (a role or binding lists a key the
                 release lacks), or any ``compile_schema`` code; each message names
                 the capability and how to fix it.
@@ -110,7 +110,7 @@ class CapabilityRegistry:
                     "twice; each capability needs its own key",
                     code="DUPLICATE_CAPABILITY_KEY",
                 )
-            _check_model_name(spec)
+            _check_exposed_name(spec)
             compiled[spec.capability_key] = _compile(spec, local_resources)
         scopes: dict[tuple[ScopeKind, str], tuple[str, ...]] = {}
         kinds: tuple[tuple[ScopeKind, Mapping[str, Sequence[str]]], ...] = (
@@ -155,7 +155,7 @@ class CapabilityRegistry:
         """
         return self._catalog(release_id, "node", node_binding_key)
 
-    def resolve(self, catalog: ResolvedCatalog, model_name: str) -> CapabilitySpec:
+    def resolve(self, catalog: ResolvedCatalog, exposed_name: str) -> CapabilitySpec:
         """The spec behind a model-facing name, after checking the catalog is current.
 
         Raises:
@@ -163,10 +163,10 @@ class CapabilityRegistry:
                 first) or ``UNKNOWN_CAPABILITY`` (the name is not in this catalog).
         """
         self.check_current(catalog)
-        spec = catalog.specs.get(model_name)
+        spec = catalog.specs.get(exposed_name)
         if spec is None:
             raise CatalogError(
-                f"no capability named {model_name!r} in the catalog of {catalog.scope!r}; "
+                f"no capability named {exposed_name!r} in the catalog of {catalog.scope!r}; "
                 f"available: {', '.join(sorted(catalog.specs)) or '(none)'}",
                 code="UNKNOWN_CAPABILITY",
                 category="not_found",
@@ -228,14 +228,14 @@ class CapabilityRegistry:
         return catalog
 
 
-def _check_model_name(spec: CapabilitySpec) -> None:
-    name = spec.model_name
-    if not isinstance(name, str) or not MODEL_NAME_PATTERN.match(name):
+def _check_exposed_name(spec: CapabilitySpec) -> None:
+    name = spec.exposed_name
+    if not isinstance(name, str) or not EXPOSED_NAME_PATTERN.match(name):
         raise CatalogError(
-            f"capability {spec.capability_key!r}: model_name {name!r} is not a legal tool name "
+            f"capability {spec.capability_key!r}: exposed_name {name!r} is not a legal tool name "
             f"(^[A-Za-z0-9_-]{{1,64}}$); use e.g. "
-            f"{legal_model_name(spec.capability_key)!r} (legal_model_name)",
-            code="INVALID_MODEL_NAME",
+            f"{legal_exposed_name(spec.capability_key)!r} (legal_exposed_name)",
+            code="INVALID_EXPOSED_NAME",
         )
 
 
@@ -253,7 +253,7 @@ def _compile(
             )
         except CatalogError as exc:
             raise CatalogError(
-                f"capability {spec.capability_key!r} (model_name {spec.model_name!r}) "
+                f"capability {spec.capability_key!r} (exposed_name {spec.exposed_name!r}) "
                 f"{which}: {exc.error.message}",
                 code=exc.code,
             ) from exc
@@ -289,15 +289,15 @@ def _catalog(
                 "the release does not declare; add its CapabilitySpec or remove it from the list",
                 code="UNKNOWN_CAPABILITY_KEY",
             )
-        other = by_name.get(spec.model_name)
+        other = by_name.get(spec.exposed_name)
         if other is not None:
             raise CatalogError(
                 f"release {release_id!r}: {what} {scope_key!r} shows capabilities "
-                f"{other.capability_key!r} and {key!r} under one model_name "
-                f"{spec.model_name!r}; model names must be unique in a catalog — rename one",
-                code="DUPLICATE_MODEL_NAME",
+                f"{other.capability_key!r} and {key!r} under one exposed_name "
+                f"{spec.exposed_name!r}; exposed names must be unique in a catalog — rename one",
+                code="DUPLICATE_EXPOSED_NAME",
             )
-        by_name[spec.model_name] = spec
+        by_name[spec.exposed_name] = spec
     return ResolvedCatalog(release_id, f"{kind}:{scope_key}", version, MappingProxyType(by_name))
 
 
@@ -305,8 +305,15 @@ def _digest(
     compiled: Mapping[str, CapabilitySpec], scopes: Mapping[tuple[ScopeKind, str], Sequence[str]]
 ) -> str:
     content = {
-        "specs": [compiled[key].to_json() for key in sorted(compiled)],
+        "specs": [_digest_form(compiled[key]) for key in sorted(compiled)],
         "scopes": sorted([kind, key, list(keys)] for (kind, key), keys in scopes.items()),
     }
     # every value is a string, None or a freeze_json-checked schema: NaN cannot occur
     return hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()
+
+
+def _digest_form(spec: CapabilitySpec) -> dict[str, Any]:
+    # The digest is the catalog version every run stores and a resume compares: it keeps the
+    # key ``exposed_name`` had before issue #13 renamed it, so runs stored before still resume.
+    return {("model_name" if key == "exposed_name" else key): value
+            for key, value in spec.to_json().items()}

@@ -24,9 +24,9 @@ SchemaOrigin = Literal["sdk", "mcp", "config"]
 CAPABILITY_KINDS: tuple[str, ...] = get_args(CapabilityKind)
 SCHEMA_ORIGINS: tuple[str, ...] = get_args(SchemaOrigin)
 
-MODEL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+EXPOSED_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ILLEGAL_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
-_MAX_MODEL_NAME = 64
+_MAX_EXPOSED_NAME = 64
 
 
 def _read_only(self: object, *args: Any, **kwargs: Any) -> NoReturn:
@@ -102,7 +102,8 @@ def freeze_json(value: Any, *, where: str = "value") -> Any:
     """Return a deep, read-only copy of a JSON value.
 
     Mappings become ``FrozenDict``, lists and tuples ``FrozenList``; strings,
-    finite numbers, booleans and ``None`` are kept.
+    finite numbers, booleans and ``None`` are kept. The one JSON freeze of the package
+    (``hooks.event.freeze`` is a view of any value, for hooks: see there why).
 
     Raises:
         CatalogError: ``value`` is not plain JSON (a non-string key, a NaN, a set,
@@ -140,7 +141,7 @@ class CapabilitySpec:
     """One capability as published in a release (000 §2.1).
 
     ``resource_version_id`` + ``capability_key`` identify the capability;
-    ``model_name`` is only the name shown to the model and must be unique within
+    ``exposed_name`` is only the name shown to the model and must be unique within
     one resolved catalog. ``handler_ref`` is a trusted registry key, never model
     input. ``input_schema`` / ``output_schema`` are JSON Schema 2020-12, stored as
     deep read-only copies (``FrozenDict``); ``schema_origin`` decides how
@@ -154,7 +155,7 @@ class CapabilitySpec:
     resource_version_id: str
     capability_key: str
     kind: CapabilityKind
-    model_name: str
+    exposed_name: str
     description: str
     input_schema: Mapping[str, Any]
     output_schema: Mapping[str, Any] | None = None
@@ -186,7 +187,7 @@ class CapabilitySpec:
             "resource_version_id": self.resource_version_id,
             "capability_key": self.capability_key,
             "kind": self.kind,
-            "model_name": self.model_name,
+            "exposed_name": self.exposed_name,
             "description": self.description,
             "input_schema": thaw_json(self.input_schema),
             "output_schema": thaw_json(self.output_schema),
@@ -205,7 +206,7 @@ def _frozen_schema(schema: Any, key: str, which: str) -> FrozenDict:
     return frozen
 
 
-def legal_model_name(capability_key: str) -> str:
+def legal_exposed_name(capability_key: str) -> str:
     """Derive a legal model-facing tool name from a capability key.
 
     Deterministic: every character outside ``[A-Za-z0-9_-]`` becomes ``_``
@@ -213,7 +214,7 @@ def legal_model_name(capability_key: str) -> str:
     to 55 and suffixed with ``_`` and 8 hex digits of the key's SHA-256, so long
     keys stay distinct. The result always matches ``^[A-Za-z0-9_-]{1,64}$``.
     Two keys may still map to one name (``"a.b"``, ``"a_b"``); publication
-    reports that as ``DUPLICATE_MODEL_NAME``.
+    reports that as ``DUPLICATE_EXPOSED_NAME``.
 
     Raises:
         CatalogError: ``capability_key`` is empty.
@@ -221,7 +222,7 @@ def legal_model_name(capability_key: str) -> str:
     if not capability_key:
         raise CatalogError("capability_key must be a non-empty string")
     name = _ILLEGAL_NAME_CHARS.sub("_", capability_key)
-    if len(name) > _MAX_MODEL_NAME:
+    if len(name) > _MAX_EXPOSED_NAME:
         digest = hashlib.sha256(capability_key.encode("utf-8")).hexdigest()[:8]
-        name = f"{name[: _MAX_MODEL_NAME - 9]}_{digest}"
+        name = f"{name[: _MAX_EXPOSED_NAME - 9]}_{digest}"
     return name

@@ -28,8 +28,8 @@ agents:
     limits:
       max_steps: 10
     hooks:
-      - id: exec-guard
-        at: before
+      - hook_id: exec-guard
+        timing: before
         event: tool
         match: {capability: exec}
         handler: {ref: "hooks:exec_guard"}

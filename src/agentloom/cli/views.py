@@ -18,12 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from agentloom.agent import list_runs
-from agentloom.agent.events import TERMINAL, envelope_status, summary_of
+from agentloom.agent.events import TERMINAL, envelope_status, stored_response, summary_of
 from agentloom.agent.leases import is_interrupted
 from agentloom.agent.spec import DELEGATE_PREFIX
-from agentloom.models.gateway import response_from_dict
 from agentloom.pipeline.records import OperationState
-from agentloom.results import JsonBlock, ToolResult
+from agentloom.results import ToolResult
 from agentloom.store import Store
 
 __all__ = ["TASK_EXCERPT", "USAGE_FIELDS", "excerpt", "operation_detail", "run_detail",
@@ -118,12 +117,8 @@ def _run_totals(row: dict[str, Any], operations: list[dict[str, Any]]) -> dict[s
 
 def _usage(result: ToolResult | None) -> dict[str, int | None] | None:
     """What a model call's provider reported using, from its raw response; None without one."""
-    if result is None or len(result.content) != 1 or not isinstance(result.content[0], JsonBlock):
-        return None
-    try:
-        usage = response_from_dict(result.content[0].data).usage
-    except ValueError:
-        return None  # not a response the gateway could read
+    response = stored_response(result)
+    usage = response.usage if response is not None else None
     return None if usage is None else {f: getattr(usage, f) for f in USAGE_FIELDS}
 
 

@@ -4,7 +4,8 @@
 ``validation_problems`` turns a pydantic ``ValidationError`` into problems phrased for a
 person editing YAML (the key path, the allowed keys, the expected value, what was given). A
 model may list ``removed_keys`` (``ClassVar``: key → what to write instead); such a key is
-reported with that message rather than as unknown.
+reported with that message rather than as unknown. ``renamed_keys`` (``ClassVar``: old key →
+new key) reports an old key as renamed, and a missing new key is then not reported twice.
 """
 
 from __future__ import annotations
@@ -95,8 +96,19 @@ def validation_problems(
         if loc and loc[-1] == "[key]":  # a mapping key of the wrong type
             problems.append(Problem(key_path(_untagged(loc[:-1], tags)), "keys here must be names (strings)"))
             continue
+        if error["type"] == "missing" and _written_under_old_name(error, root, tags):
+            continue  # the old key's problem already says what to write
         problems.append(Problem(key_path(_untagged(loc, tags)), _message(error, root, tags)))
     return problems
+
+
+def _written_under_old_name(
+    error: ErrorDetails, root: type[BaseModel], tags: Mapping[str, type[BaseModel]]
+) -> bool:
+    loc, given = tuple(error["loc"]), error.get("input")
+    renamed: Mapping[str, str] = getattr(_model_at(root, loc[:-1], tags), "renamed_keys", {})
+    return isinstance(given, Mapping) and any(
+        new == loc[-1] and old in given for old, new in renamed.items())
 
 
 def _untagged(loc: tuple[int | str, ...], tags: Mapping[str, Any]) -> tuple[int | str, ...]:
@@ -120,6 +132,10 @@ def _message(error: ErrorDetails, root: type[BaseModel], tags: Mapping[str, type
         removed: Mapping[str, str] = getattr(model, "removed_keys", {})
         if loc[-1] in removed:  # a key an earlier release read: say what replaced it
             return removed[str(loc[-1])]
+        renamed: Mapping[str, str] = getattr(model, "renamed_keys", {})
+        if loc[-1] in renamed:
+            new = renamed[str(loc[-1])]
+            return f"`{loc[-1]}` was renamed to `{new}`; write `{new}:` with the same value"
         allowed = sorted(f.alias or n for n, f in model.model_fields.items()) if model is not None else []
         where = key_path(_untagged(loc[:-1], tags)) if len(loc) > 1 else "the top level"
         return (f"unknown key {loc[-1]!r}; {did_you_mean(str(loc[-1]), allowed)}"

@@ -39,6 +39,7 @@ from pydantic import (
 from agentloom.catalog import compile_schema
 from agentloom.config._problems import Problem, config_error, did_you_mean, key_path, shown
 from agentloom.errors import CatalogError, ConfigError
+from agentloom.limits import leaves_input_room
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -235,10 +236,13 @@ class HandlerConfig(_Strict):
 
 
 class HookConfig(_Strict):
-    """One hook. ``id`` defaults to ``<agent>.hooks[<i>]``; ``match.role`` to the agent."""
+    """One hook. ``hook_id`` defaults to ``<agent>.hooks[<i>]``; ``match.role`` to the agent.
+    ``timing`` and ``hook_id`` are the names ``HookSpec`` and the JSON output use."""
 
-    id: str | None = Field(default=None, min_length=1)
-    at: Literal["before", "after"]
+    renamed_keys: ClassVar[Mapping[str, str]] = {"at": "timing", "id": "hook_id"}
+
+    hook_id: str | None = Field(default=None, min_length=1)
+    timing: Literal["before", "after"]
     event: Literal["tool", "model"] = "tool"
     match: HookMatchConfig = Field(default_factory=HookMatchConfig)
     handler: HandlerConfig
@@ -489,14 +493,15 @@ def cross_problems(config: Config) -> list[Problem]:
         _executor_problems(config, name, agent, at, problems)
         for i, hook in enumerate(agent.hooks):
             where = f"{at}.hooks[{i}]"
-            hook_id = hook.id or default_hook_id(name, i)
+            hook_id = hook.hook_id or default_hook_id(name, i)
             if hook_id in hook_ids:
-                problems.append(Problem(f"{where}.id", f"hook id {hook_id!r} is already used by "
+                problems.append(Problem(f"{where}.hook_id", f"hook id {hook_id!r} is already used by "
                                         f"{hook_ids[hook_id]}; give each hook its own id"))
             hook_ids.setdefault(hook_id, where)
-            if hook.at == "before" and hook.match.status is not None:
+            if hook.timing == "before" and hook.match.status is not None:
                 problems.append(Problem(f"{where}.match.status", "applies to after hooks only "
-                                        "(nothing has a status before it runs); remove it or set at: after"))
+                                        "(nothing has a status before it runs); remove it or set "
+                                        "timing: after"))
     return problems
 
 
@@ -517,7 +522,8 @@ def _model_problems(
         problems.append(Problem(f"{at}.connection", f"no connection named {choice.connection!r}; "
                                 f"{did_you_mean(choice.connection, known)}defined: "
                                 f"{', '.join(known) or 'none (add one under connections)'}"))
-    if choice.window is not None and choice.output_limit is not None and choice.output_limit >= choice.window:
+    if (choice.window is not None and choice.output_limit is not None
+            and not leaves_input_room(choice.window, choice.output_limit)):
         problems.append(Problem(f"{at}.output_limit", f"must be less than window ({choice.window}) to leave "
                                 f"room for input (got {choice.output_limit})"))
 

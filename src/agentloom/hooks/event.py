@@ -19,7 +19,7 @@ from typing import Any, get_args
 
 from agentloom.hooks.spec import Timing
 
-_KEYS = ("timing", "event", "capability", "model_name", "role", "run_id", "operation_id",
+_KEYS = ("timing", "event", "capability", "exposed_name", "role", "run_id", "operation_id",
          "purpose", "payload", "payload_version", "proposed_payload")
 # The mapping's keys, by (has a context reference, after execution): ``context`` only when
 # the call has a context record, ``result`` only after execution — the keys the dict had.
@@ -33,6 +33,8 @@ _KNOWN = frozenset(_PRESENT[True, True])
 _TIMINGS: tuple[Timing, ...] = get_args(Timing)
 
 
+# Not catalog's ``freeze_json`` on purpose: hooks see lists as tuples (pinned since 13.3) and
+# any value an event carries, where ``freeze_json`` admits plain JSON only and raises otherwise.
 def freeze(value: Any) -> Any:
     """A deep read-only view: mappings become ``MappingProxyType``, lists become tuples."""
     if isinstance(value, Mapping):
@@ -60,7 +62,7 @@ class HookEvent(Mapping[str, Any]):
     """The event type: ``tool``, ``model``, ``delegation``, ``context``, …"""
     capability: str
     """The capability key (``fs.write``)."""
-    model_name: str
+    exposed_name: str
     """The name the model used for the capability (``fs_write``)."""
     role: str | None
     run_id: str
@@ -97,7 +99,7 @@ class HookEvent(Mapping[str, Any]):
             timing=timing,
             event=event["event"],
             capability=event["capability"],
-            model_name=event["model_name"],
+            exposed_name=event["exposed_name"],
             role=event["role"],
             run_id=event["run_id"],
             operation_id=event["operation_id"],

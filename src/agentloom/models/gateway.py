@@ -76,8 +76,8 @@ __all__ = [
     "hand_back",
     "is_model_capability",
     "message_to_dict",
+    "model_exposed_name",
     "model_key",
-    "model_name",
     "payload_to_request",
     "request_to_payload",
     "response_from_dict",
@@ -99,7 +99,7 @@ def model_key(name: str) -> str:
     return f"model.{name}"
 
 
-def model_name(name: str) -> str:
+def model_exposed_name(name: str) -> str:
     """The catalog (model-facing) name of model connection ``name`` (``model_<name>``)."""
     return f"model_{name}"
 
@@ -264,7 +264,7 @@ class ModelGateway:
         token = _sending.set(sending)
         try:
             envelope = await self._bus.request(
-                model_name(model), payload, context, event_type=MODEL_EVENT,
+                model_exposed_name(model), payload, context, event_type=MODEL_EVENT,
                 logical_key=logical_key, purpose=purpose, prevalidated=checked,
                 defer_commit=defer_commit)
         finally:

@@ -7,7 +7,7 @@ hook-processed model requests (the pipeline hands the handler the frozen payload
 executes a tool a model asked for and never forwards token deltas. The low-frequency
 ``model.*`` observations are emitted by ``ModelGateway``, once per call.
 
-A model connection's catalog entry (``model_capability``): key ``model.<name>``, model name
+A model connection's catalog entry (``model_capability``): key ``model.<name>``, exposed name
 ``model_<name>``, kind ``builtin``, handler ``model:<name>``, input schema
 ``MODEL_PAYLOAD_SCHEMA`` — the payload before-hooks may patch, closed at the top.
 """
@@ -23,7 +23,13 @@ from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.catalog import CapabilitySpec
 from agentloom.errors import AgentLoomError, ConfigError, OperationError, RegistrationError
 from agentloom.models.codec import MODEL_PAYLOAD_SCHEMA, payload_to_request, response_to_dict
-from agentloom.models.gateway import MODEL_REQUEST_INVALID, hand_back, model_key, model_name, sent_request
+from agentloom.models.gateway import (
+    MODEL_REQUEST_INVALID,
+    hand_back,
+    model_exposed_name,
+    model_key,
+    sent_request,
+)
 from agentloom.models.ports import DEFAULT_FINISH_GRACE_S, AttemptInfo, Connection, ModelAdapter
 from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.results import JsonBlock, ResultStatus, ToolResult
@@ -46,7 +52,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]{1,58}$")
 def model_capability(
     name: str, *, resource_version_id: str | None = None, description: str | None = None
 ) -> CapabilitySpec:
-    """The catalog entry of model connection ``name``: key ``model.<name>``, model name
+    """The catalog entry of model connection ``name``: key ``model.<name>``, exposed name
     ``model_<name>``, kind ``builtin``, handler ``model:<name>``, the payload schema.
 
     Raises:
@@ -61,7 +67,7 @@ def model_capability(
         resource_version_id=resource_version_id or f"model:{name}",
         capability_key=model_key(name),
         kind="builtin",
-        model_name=model_name(name),
+        exposed_name=model_exposed_name(name),
         description=description or f"model connection {name!r}",
         input_schema=MODEL_PAYLOAD_SCHEMA,
         handler_ref=f"model:{name}",

@@ -327,7 +327,7 @@ class Call:
                               capability_key=spec.capability_key, arguments=frozen),
             AttemptContext(operation_id=operation_id, attempt_no=attempt_no,
                            run_id=ctx.run_id, role=ctx.role, deadline=ctx.deadline,
-                           cancel=ctx.cancel, workspace_scope_ref=ctx.workspace_scope_ref,
+                           cancel=ctx.cancel, workspace_scope_id=ctx.workspace_scope_id,
                            lease_epoch=ctx.lease_epoch),
         )
 
@@ -355,7 +355,7 @@ class Call:
         if errors:
             return "failed", OperationError(
                 code="INVALID_ARGUMENTS", category="validation", phase="validate",
-                message=f"arguments for {spec.model_name} do not match its schema: "
+                message=f"arguments for {spec.exposed_name} do not match its schema: "
                 + "; ".join(errors[:5]),
                 external_outcome="not_started",
             )

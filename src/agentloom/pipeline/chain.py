@@ -286,7 +286,7 @@ class HookChain:
             "timing": self.timing,
             "event": request.event_type,
             "capability": state.capability_key,
-            "model_name": request.model_name,
+            "exposed_name": request.exposed_name,
             "role": ctx.role,
             "run_id": ctx.run_id,
             "operation_id": state.operation_id,

@@ -37,7 +37,7 @@ class InvocationContext:
     node_task_id: str | None = None
     invocation_id: str | None = None
     conversation_ref: str | None = None
-    workspace_scope_ref: str | None = None
+    workspace_scope_id: str | None = None
     context_scope: str | None = None
     shared_scope: str | None = None
 
@@ -48,7 +48,7 @@ class Request:
 
     operation_id: str
     event_type: str
-    model_name: str
+    exposed_name: str
     arguments: Mapping[str, Any]
     context: InvocationContext
     logical_key: str

@@ -71,13 +71,13 @@ class InvocationPipeline:
             if existing is not None:
                 return await self.resume(existing, request, handler)
         if request.refusal is not None:
-            known = ctx.catalog.specs.get(request.model_name)
+            known = ctx.catalog.specs.get(request.exposed_name)
             return await self._refuse(request, handler, request.refusal, known.capability_key
-                                      if known is not None else request.model_name)
+                                      if known is not None else request.exposed_name)
         try:
-            spec = self.registry.resolve(ctx.catalog, request.model_name)
+            spec = self.registry.resolve(ctx.catalog, request.exposed_name)
         except CatalogError as exc:
-            return await self._refuse(request, handler, exc.error, request.model_name)
+            return await self._refuse(request, handler, exc.error, request.exposed_name)
         return await Call(self, request, handler, state=self._new_state(request, spec), spec=spec).run()
 
     async def resume(
@@ -116,12 +116,12 @@ class InvocationPipeline:
             capability_key=spec.capability_key,
             event_type=request.event_type,
             request={
-                "model_name": request.model_name,
+                "exposed_name": request.exposed_name,
                 "resource_version_id": spec.resource_version_id,
                 "catalog_version": ctx.catalog.version,
                 "role": ctx.role,
                 "owner_ref": ctx.owner_ref.to_dict(),
-                "workspace_scope_ref": ctx.workspace_scope_ref,
+                "workspace_scope_id": ctx.workspace_scope_id,
                 "causation_id": request.causation_id,
                 "purpose": request.purpose,
                 "call_id": request.call_id,
@@ -148,7 +148,7 @@ class InvocationPipeline:
         hook runs, no Attempt is made; a replay returns the stored envelope."""
         ctx = request.context
         request_data: dict[str, Any] = {
-            "model_name": request.model_name, "role": ctx.role,
+            "exposed_name": request.exposed_name, "role": ctx.role,
             "proposed_arguments": dict(request.arguments),
             "causation_id": request.causation_id, "purpose": request.purpose,
             "call_id": request.call_id}

@@ -18,7 +18,7 @@ from agentloom.store.ports import Insert, Put, Store
 
 __all__ = [
     "PHASES", "EncodedJson", "OperationState", "apply_delta", "arguments_delta", "attempt_row",
-    "hook_row", "proposed_arguments", "remember_arguments", "stored_envelope",
+    "hook_row", "proposed_arguments", "remember_arguments", "renamed_request_keys", "stored_envelope",
 ]
 
 PHASES = (
@@ -29,6 +29,20 @@ PHASES = (
     "hooks_after",
     "delivered",
 )
+
+
+# Request keys an earlier release stored, and the key each is read back as, so an operation
+# recorded before a rename still resumes (``model_name`` and ``workspace_scope_ref`` were
+# renamed in issue #13).
+_RENAMED_REQUEST_KEYS = {"model_name": "exposed_name", "workspace_scope_ref": "workspace_scope_id"}
+
+
+def renamed_request_keys(request: dict[str, Any]) -> dict[str, Any]:
+    """A stored operation request with each key of an earlier release under its current name
+    (``model_name`` -> ``exposed_name``); ``request`` itself is returned when none occurs."""
+    if not any(old in request for old in _RENAMED_REQUEST_KEYS):
+        return request
+    return {_RENAMED_REQUEST_KEYS.get(key, key): value for key, value in request.items()}
 
 
 @dataclass(slots=True)
@@ -119,7 +133,7 @@ class OperationState:
         """The state of a stored row; ``store`` is needed to rebuild proposed arguments that
         were stored as a delta of an earlier operation's (see ``arguments_delta``)."""
         data = row["data"]
-        request = data["request"]
+        request = renamed_request_keys(data["request"])
         if request.get("proposed_delta") is not None:
             if store is None:
                 raise StoreError(f"operation {row['operation_id']} stores its arguments as a "

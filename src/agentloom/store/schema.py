@@ -108,8 +108,8 @@ TABLES: dict[str, Table] = {
             ("session_id", "seq"),
             frozenset({"data"}),
         ),
-        Table(
-            "events",
+        Table(  # a run control (``control.stop`` / ``control.supplement``), agent/controls.py
+            "run_controls",
             ("event_id", "run_id", "type", "created_at", "data"),
             ("event_id",),
             frozenset({"data"}),
@@ -139,6 +139,19 @@ ALTER TABLE blobs ADD COLUMN chunk_size INTEGER;
 CREATE TABLE blob_chunks (
   digest TEXT NOT NULL, seq INTEGER NOT NULL, content {blob} NOT NULL,
   PRIMARY KEY (digest, seq));
+"""
+
+# v6 renames the table and what is named after it; the rows stay. SQLite cannot rename an
+# index (drop and create it); PostgreSQL renames the index and the primary key constraint.
+_V6_SQLITE = """
+ALTER TABLE events RENAME TO run_controls;
+DROP INDEX events_run;
+CREATE INDEX run_controls_run ON run_controls (run_id, event_id);
+"""
+_V6_POSTGRES = """
+ALTER TABLE events RENAME TO run_controls;
+ALTER INDEX events_run RENAME TO run_controls_run;
+ALTER TABLE run_controls RENAME CONSTRAINT events_pkey TO run_controls_pkey;
 """
 
 # (summary, sqlite DDL, postgres DDL)
@@ -220,5 +233,10 @@ MIGRATIONS: tuple[tuple[str, str, str], ...] = (
         "v5: a large blob is stored in chunks (blobs.chunk_size, blob_chunks)",
         _V5_COMMON.format(blob="BLOB"),
         _V5_COMMON.format(blob="BYTEA"),
+    ),
+    (
+        "v6: the events table is run_controls (it holds run controls, not run events)",
+        _V6_SQLITE,
+        _V6_POSTGRES,
     ),
 )

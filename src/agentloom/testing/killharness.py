@@ -52,7 +52,7 @@ from agentloom.store import open_store
 
 RELEASE_ID = "kill-harness"
 CAPABILITY_KEY = "ledger.append"
-MODEL_NAME = "ledger_append"
+EXPOSED_NAME = "ledger_append"
 HOOK_OFFSET = 1000
 """The before-hook replaces ``n`` with ``n + HOOK_OFFSET``: ``n % HOOK_OFFSET`` is the call."""
 
@@ -132,7 +132,7 @@ def build_kernel(store_url: str, ledger: Path, *, hooks: Sequence[str] = (),
     kernel = Kernel(store_url, hooks=specs, hook_functions=functions)
     spec = CapabilitySpec(
         resource_version_id="kill-harness-v1", capability_key=CAPABILITY_KEY, kind="hosted",
-        model_name=MODEL_NAME, description="append one line to the side-effect ledger",
+        exposed_name=EXPOSED_NAME, description="append one line to the side-effect ledger",
         input_schema=INPUT_SCHEMA, handler_ref="kill-harness:ledger",
     )
     kernel.publish(RELEASE_ID, [(spec, LedgerAppend(ledger))], roles={"main": [CAPABILITY_KEY]})
@@ -166,7 +166,7 @@ async def run_harness(*, store: str, ledger: Path, run_id: str, calls: int,
             ctx = kernel.invocation_context(lease, release_id=RELEASE_ID)
         for index in range(calls):
             key = logical_key(index)
-            result = await kernel.bus.request(MODEL_NAME, {"n": index}, ctx, logical_key=key)
+            result = await kernel.bus.request(EXPOSED_NAME, {"n": index}, ctx, logical_key=key)
             emit("call", key, result)
     finally:
         kernel.close()

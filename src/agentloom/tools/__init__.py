@@ -2,7 +2,7 @@
 
 Owns the ``Tool`` base class, strict argument models, the context a tool sees and
 the normalisation of tool exceptions into ``OperationError``. It does not own the
-catalog (publication, model names), retries or recording: those belong to the
+catalog (publication, exposed names), retries or recording: those belong to the
 catalog and pipeline packages. ``@tool`` (``tools.function``) makes a ``Tool`` from a typed
 function.
 """

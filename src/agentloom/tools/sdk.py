@@ -197,7 +197,7 @@ class ToolHandler:
             return ToolResult(status="failed", error=replace(error, external_outcome="not_started"))
 
         files = None
-        if self._files is not None and context.workspace_scope_ref is not None:
+        if self._files is not None and context.workspace_scope_id is not None:
             try:
                 files = await self._files.files_for(context)
             except AgentLoomError as exc:  # no usable workspace: the tool never ran

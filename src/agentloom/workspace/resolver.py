@@ -1,6 +1,6 @@
 """From a call's trusted context to its workspace: the scope, its folder, a handle.
 
-The scope comes only from ``AttemptContext.workspace_scope_ref`` (set by the runtime);
+The scope comes only from ``AttemptContext.workspace_scope_id`` (set by the runtime);
 it must belong to the calling run, and only a still-registered scope is writable.
 ``ScopedFiles`` is the file service bound to that one handle: the ``ctx.files`` a
 developer's tool gets. It takes no owner, session, scope or host path from its caller.
@@ -21,7 +21,7 @@ from agentloom.workspace.service import WorkspaceHandle, WorkspaceService
 class WorkspaceResolver:
     """From a call's trusted context to its workspace scope, folder and file service.
 
-    The scope comes only from ``AttemptContext.workspace_scope_ref``, must belong to the calling
+    The scope comes only from ``AttemptContext.workspace_scope_id``, must belong to the calling
     run, and is writable only while it is registered. Takes no owner, scope or host path from
     the caller."""
 
@@ -30,7 +30,7 @@ class WorkspaceResolver:
         self.service = service
 
     def scope_for(self, context: AttemptContext) -> WorkspaceScope:
-        ref = context.workspace_scope_ref
+        ref = context.workspace_scope_id
         if ref is None:
             raise WorkspaceError("WORKSPACE_UNAVAILABLE",
                                  "this call has no workspace: the run was started without one")

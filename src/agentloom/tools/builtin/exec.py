@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agentloom.attempts import AttemptContext, CapabilityRequest
-from agentloom.catalog import CapabilitySpec, legal_model_name
+from agentloom.catalog import CapabilitySpec, legal_exposed_name
 from agentloom.errors import AgentLoomError, OperationError
 from agentloom.results import ArtifactRef, JsonBlock, ToolResult, result_ref
 from agentloom.sandbox import (
@@ -49,7 +49,7 @@ EXEC_SCHEMA: dict[str, Any] = {
 def exec_spec(resource_version_id: str = "builtin") -> CapabilitySpec:
     return CapabilitySpec(
         resource_version_id=resource_version_id, capability_key="exec", kind="builtin",
-        model_name=legal_model_name("exec"),
+        exposed_name=legal_exposed_name("exec"),
         description="Run a command in the sandbox; its working directory is the workspace "
         "(/work under bubblewrap), so use paths relative to it. Give argv (no shell) or "
         "shell_script (only if allowed). Default timeout 10 s.",

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agentloom.attempts import AttemptContext, CapabilityRequest
-from agentloom.catalog import CapabilitySpec, legal_model_name
+from agentloom.catalog import CapabilitySpec, legal_exposed_name
 from agentloom.errors import AgentLoomError
 from agentloom.results import ToolResult
 from agentloom.workspace.resolver import WorkspaceResolver
@@ -88,7 +88,7 @@ def fs_spec(capability_key: str, resource_version_id: str = "builtin") -> Capabi
     description, schema = SCHEMAS[capability_key]
     return CapabilitySpec(
         resource_version_id=resource_version_id, capability_key=capability_key, kind="builtin",
-        model_name=legal_model_name(capability_key), description=description,
+        exposed_name=legal_exposed_name(capability_key), description=description,
         input_schema=schema, handler_ref=f"builtin:{capability_key}", schema_origin="config",
     )
 
