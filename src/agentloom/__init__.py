@@ -20,9 +20,16 @@ decorated with ``@hook``), a sandbox and a store::
 
 ``Kernel`` is the advanced layer ``Runtime`` builds on: the core's composition root, for
 driving capabilities on the bus without the agent loop (docs/python.md, "Advanced").
+
+The agent layer (``Runtime``, ``AgentSpec``, …) is imported on first use, so a program that
+only drives a ``Kernel`` does not load it.
 """
 
-from agentloom.agent import AgentSpec, Limits, RunError, RunHandle, RunResult, Runtime
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from agentloom.bus import EventBus, RequestItem
 from agentloom.cancel import CancelToken
 from agentloom.catalog import CapabilityRegistry, CapabilitySpec
@@ -44,6 +51,27 @@ from agentloom.pipeline.retry import RetryPolicy
 from agentloom.results import ArtifactRef, OperationResult, ToolResult
 from agentloom.store import open_store
 from agentloom.tools import StrictInput, Tool, ToolContext, tool
+
+if TYPE_CHECKING:
+    from agentloom.agent import AgentSpec, Limits, RunError, RunHandle, RunResult, Runtime
+
+_LAZY = {name: "agentloom.agent" for name in
+         ("AgentSpec", "Limits", "RunError", "RunHandle", "RunResult", "Runtime")}
+
+
+def __getattr__(name: str) -> Any:
+    """The agent layer's exports, imported on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentloom' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "AgentLoomError",

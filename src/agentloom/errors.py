@@ -57,6 +57,14 @@ ERROR_CATEGORIES: tuple[str, ...] = get_args(ErrorCategory)
 ExternalOutcome = Literal["not_started", "known", "unknown"]
 EXTERNAL_OUTCOMES: tuple[str, ...] = get_args(ExternalOutcome)
 
+ErrorPhase = Literal["validate", "route", "hooks", "ensure", "execute", "deliver"]
+"""Where an operation failed: its request did not ``validate`` (arguments, schema, an offered
+tool), the bus could not ``route`` it, a ``hooks`` decision denied it, its sandbox could not
+``ensure`` the command's confinement, it failed to ``execute`` (the spec's connect / send /
+receive / execute of an outside call are all ``execute`` here), or its result
+could not be delivered, ``deliver`` (an invalid response, a stop before delivery)."""
+ERROR_PHASES: tuple[str, ...] = get_args(ErrorPhase)
+
 _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 [REDACTED]"),
     (re.compile(r"\b(sk|pk|rk|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{8,}"), "[REDACTED]"),
@@ -97,7 +105,7 @@ class OperationError:
     code: str
     category: ErrorCategory
     message: str
-    phase: str = "execute"
+    phase: ErrorPhase = "execute"
     external_outcome: ExternalOutcome = "not_started"
     provider_code: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
@@ -105,6 +113,8 @@ class OperationError:
     def __post_init__(self) -> None:
         if self.category not in ERROR_CATEGORIES:
             raise ValueError(f"unknown error category {self.category!r}")
+        if self.phase not in ERROR_PHASES:
+            raise ValueError(f"unknown error phase {self.phase!r}; known: {list(ERROR_PHASES)}")
         if self.external_outcome not in EXTERNAL_OUTCOMES:
             raise ValueError(f"unknown external_outcome {self.external_outcome!r}")
         object.__setattr__(self, "message", redact_secrets(self.message))
@@ -147,7 +157,7 @@ class AgentLoomError(Exception):
         *,
         code: str | None = None,
         category: ErrorCategory | None = None,
-        phase: str = "execute",
+        phase: ErrorPhase = "execute",
         external_outcome: ExternalOutcome = "not_started",
     ) -> None:
         self.error = OperationError(

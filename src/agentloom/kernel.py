@@ -37,7 +37,7 @@ from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.pipeline.records import OperationState
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.refs import OwnerRef
-from agentloom.results import OperationResult
+from agentloom.results import OperationResult, TerminalRunStatus
 from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
 from agentloom.store import Insert, Op, Put, Store, WriteSet, open_store
@@ -264,7 +264,7 @@ class Kernel:
     async def end_run(
         self,
         lease: RunLease,
-        status: str = "succeeded",
+        status: TerminalRunStatus = "succeeded",
         *,
         data: Mapping[str, Any] | None = None,
         with_ops: Sequence[Op] = (),

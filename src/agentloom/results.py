@@ -7,6 +7,9 @@ tells apart a result that was denied *before* execution (no Attempt ever ran),
 one denied *after* execution (the raw result is kept and side effects were not
 rolled back), succeeded, failed, unknown and cancelled.
 
+The closed sets of the durable rows are declared here, once: ``Outcome`` (an envelope),
+``OperationPhase`` (``operations.phase``), ``RunStatus`` and ``TerminalRunStatus`` (``runs.status``).
+
 A stored result is named for ``result_read`` by a *result ref*, ``res:<operation_id>``
 (the call's whole text) or ``res:<operation_id>:<part>`` (one stored part, e.g. an
 ``exec`` stream): ``result_ref`` makes one and ``parse_result_ref`` reads one; nothing
@@ -17,12 +20,26 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeAlias, assert_never
+from typing import Any, Literal, TypeAlias, assert_never, get_args
 
 from agentloom.errors import OperationError
 from agentloom.text import storable
 
 ResultStatus = Literal["succeeded", "failed", "unknown"]
+
+TerminalRunStatus = Literal["succeeded", "failed", "cancelled", "timed_out"]
+"""How a run ended (``runs.status`` once it is terminal; ``RunResult.status``)."""
+RunStatus = Literal["running", "succeeded", "failed", "cancelled", "timed_out"]
+"""A run's ``runs.status``: ``running`` (lease held, epoch fenced), then one terminal status."""
+RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+TERMINAL_RUN_STATUSES: frozenset[TerminalRunStatus] = frozenset(get_args(TerminalRunStatus))
+
+OperationPhase = Literal["intent_saved", "hooks_before", "attempt_started", "raw_saved",
+                         "hooks_after", "delivered"]
+"""The last committed phase of an operation (``operations.phase``, 000 §3.1), in the order
+a call goes through them; recovery restarts from it."""
+OPERATION_PHASES: tuple[OperationPhase, ...] = get_args(OperationPhase)
+
 
 RESULT_REF_PREFIX = "res:"
 
@@ -239,16 +256,8 @@ Outcome = Literal[
     "denied_after_execution",
     "cancelled",
 ]
-TERMINAL_OUTCOMES: frozenset[str] = frozenset(
-    {
-        "succeeded",
-        "failed",
-        "unknown",
-        "denied_before_execution",
-        "denied_after_execution",
-        "cancelled",
-    }
-)
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+TERMINAL_OUTCOMES: frozenset[str] = frozenset(OUTCOMES)
 
 SIDE_EFFECTS_NOT_ROLLED_BACK = (
     "denied after execution: the capability already ran and its side effects were not rolled back"
@@ -331,16 +340,20 @@ class OperationResult:
 
     def describe(self) -> str:
         """A one-line, model-facing account of what happened."""
-        if self.outcome == "succeeded":
-            return self.result.text() if self.result else ""
-        if self.outcome == "denied_before_execution":
-            return f"denied before execution (nothing ran): {self.reason or 'no reason given'}"
-        if self.outcome == "denied_after_execution":
-            return f"{SIDE_EFFECTS_NOT_ROLLED_BACK}: {self.reason or 'no reason given'}"
         message = self.error.message if self.error else ""
-        if self.outcome == "unknown":
-            return f"outcome unknown (it may or may not have taken effect): {message}"
-        return f"{self.outcome}: {message}"
+        match self.outcome:
+            case "succeeded":
+                return self.result.text() if self.result else ""
+            case "denied_before_execution":
+                return f"denied before execution (nothing ran): {self.reason or 'no reason given'}"
+            case "denied_after_execution":
+                return f"{SIDE_EFFECTS_NOT_ROLLED_BACK}: {self.reason or 'no reason given'}"
+            case "unknown":
+                return f"outcome unknown (it may or may not have taken effect): {message}"
+            case "failed" | "cancelled":
+                return f"{self.outcome}: {message}"
+            case _:
+                assert_never(self.outcome)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -35,19 +35,33 @@ import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, assert_never
 
 from agentloom.models.gateway import response_from_dict
 from agentloom.models.types import ModelResponse
 from agentloom.pipeline.records import stored_envelope
-from agentloom.results import JsonBlock, OperationResult, ToolResult
+from agentloom.results import (
+    TERMINAL_RUN_STATUSES,
+    JsonBlock,
+    OperationResult,
+    TerminalRunStatus,
+    ToolResult,
+)
 from agentloom.store import Store
+from agentloom.store.records import OperationRecord, get_run, operations
 
 __all__ = [
-    "PAYLOADS", "ContextCompacted", "EventData", "EventSink", "HookWarning", "ModelCallCompleted",
-    "ModelCallStarted", "RunEvent", "RunFinished", "RunStarted", "ToolCallCompleted",
-    "ToolCallStarted", "envelope_status", "run_events", "stored_response", "summary_of",
+    "PAYLOADS", "TERMINAL", "CallStatus", "ContextCompacted", "EventData", "EventSink",
+    "HookWarning", "ModelCallCompleted", "ModelCallStarted", "RunEvent", "RunFinished",
+    "RunStarted", "ToolCallCompleted", "ToolCallStarted", "envelope_status", "run_events",
+    "stored_response", "summary_of",
 ]
+
+CallStatus = Literal["succeeded", "failed", "denied", "unknown", "cancelled"]
+"""A call's status in an event: its envelope's outcome, both denials as ``denied``."""
+
+TERMINAL = TERMINAL_RUN_STATUSES
+"""The statuses a run ends with (``agentloom.results.TERMINAL_RUN_STATUSES``)."""
 
 SUMMARY_LIMIT = 200
 SUMMARY_WINDOW = 16 * SUMMARY_LIMIT  # characters of a result looked at for its summary
@@ -94,7 +108,7 @@ class RunFinished(EventData):
     """``run.finished``: the run's end as ``RunResult.to_dict`` gives it (``error`` is an
     ``OperationError.to_dict``; ``workspace`` the folder kept after the run, if any)."""
 
-    status: str | None = None
+    status: TerminalRunStatus | None = None
     output: Any = None
     error: Mapping[str, Any] | None = None
     steps: int | None = None
@@ -119,7 +133,7 @@ class ModelCallCompleted(ModelCallStarted):
     """``model.call.completed``: the call's real ``status``; ``error_code`` when it failed,
     ``finish_reason`` and the number of ``tool_calls`` when it answered."""
 
-    status: str | None = None
+    status: CallStatus | None = None
     attempts: int | None = None
     error_code: str | None = None
     finish_reason: str | None = None
@@ -141,7 +155,7 @@ class ToolCallCompleted(ToolCallStarted):
     """``tool.call.completed`` / ``delegation.call.completed``: the call's real ``status`` and
     a ``summary`` taken from its actual result."""
 
-    status: str | None = None
+    status: CallStatus | None = None
     attempts: int | None = None
     summary: str | None = None
 
@@ -234,8 +248,17 @@ EventSink = Callable[[RunEvent], None]
 # -- the stored projection -----------------------------------------------------------------
 
 
-def envelope_status(envelope: OperationResult) -> str:
-    return "denied" if envelope.outcome.startswith("denied") else envelope.outcome
+def envelope_status(envelope: OperationResult) -> CallStatus:
+    """The call's status as events and ``runs show`` give it: its outcome, with both denials
+    (before and after execution) as ``denied``."""
+    outcome = envelope.outcome
+    match outcome:
+        case "denied_before_execution" | "denied_after_execution":
+            return "denied"
+        case "succeeded" | "failed" | "unknown" | "cancelled":
+            return outcome
+        case _:
+            assert_never(outcome)
 
 
 def summary_of(envelope: OperationResult) -> str:
@@ -272,17 +295,15 @@ def _kind(event_type: str) -> str:
     return {"model": "model", "delegation": "delegation"}.get(event_type, "tool")
 
 
-def _model_events(run_id: str, row: dict[str, Any], store: Store) -> list[RunEvent]:
-    request = row["data"]["request"]
-    base = {"role": request.get("role"), "turn": _turn(row["logical_key"]),
-            "logical_key": row["logical_key"], "operation_id": row["operation_id"],
-            "capability": row["capability_key"], "purpose": request.get("purpose")}
-    events = [RunEvent("model.call.started", run_id, row["created_at"],
-                       ModelCallStarted(**base))]
-    envelope = stored_envelope(row, store)
+def _model_events(run_id: str, op: OperationRecord, store: Store) -> list[RunEvent]:
+    base = ModelCallStarted(role=op.role, turn=_turn(op.logical_key), logical_key=op.logical_key,
+                            operation_id=op.operation_id, capability=op.capability_key,
+                            purpose=op.purpose)
+    events = [RunEvent("model.call.started", run_id, op.created_at, base)]
+    envelope = stored_envelope(op.to_row(), store) if op.terminal else None
     if envelope is not None:
         response = stored_response(envelope.result or envelope.raw)
-        events.append(RunEvent("model.call.completed", run_id, row["updated_at"],
+        events.append(RunEvent("model.call.completed", run_id, op.updated_at,
                                ModelCallCompleted(
             **base, status=envelope_status(envelope), attempts=envelope.attempts,
             error_code=envelope.error.code if envelope.error is not None else None,
@@ -291,15 +312,13 @@ def _model_events(run_id: str, row: dict[str, Any], store: Store) -> list[RunEve
     return events
 
 
-def _call_events(run_id: str, kind: str, row: dict[str, Any], store: Store) -> list[RunEvent]:
-    request = row["data"]["request"]
-    base = {"role": request.get("role"), "call_id": request.get("call_id"),
-            "capability": row["capability_key"], "operation_id": row["operation_id"]}
-    events = [RunEvent(f"{kind}.call.started", run_id, row["created_at"],
-                       ToolCallStarted(**base))]
-    envelope = stored_envelope(row, store)
+def _call_events(run_id: str, kind: str, op: OperationRecord, store: Store) -> list[RunEvent]:
+    base = ToolCallStarted(role=op.role, call_id=op.call_id, capability=op.capability_key,
+                           operation_id=op.operation_id)
+    events = [RunEvent(f"{kind}.call.started", run_id, op.created_at, base)]
+    envelope = stored_envelope(op.to_row(), store) if op.terminal else None
     if envelope is not None:
-        events.append(RunEvent(f"{kind}.call.completed", run_id, row["updated_at"],
+        events.append(RunEvent(f"{kind}.call.completed", run_id, op.updated_at,
                                ToolCallCompleted(**base, status=envelope_status(envelope),
                                                  attempts=envelope.attempts,
                                                  summary=summary_of(envelope))))
@@ -308,22 +327,18 @@ def _call_events(run_id: str, kind: str, row: dict[str, Any], store: Store) -> l
 
 def run_events(store: Store, run_id: str) -> list[RunEvent]:
     """The run's events, rebuilt from what was committed, oldest first."""
-    run = store.get("runs", {"run_id": run_id})
+    run = get_run(store, run_id, lenient=True)  # shown as stored, even a damaged row
     if run is None:
         return []
-    data = run["data"]
-    events = [RunEvent("run.started", run_id, run["created_at"],
-                       RunStarted(agent=data.get("agent"), task=data.get("task")))]
-    for row in store.query("operations", {"run_id": run_id}, order_by=("created_at",)):
-        kind = _kind(row["event_type"])
-        events += (_model_events(run_id, row, store) if kind == "model"
-                   else _call_events(run_id, kind, row, store))
-    if run["status"] in TERMINAL:
-        events.append(RunEvent("run.finished", run_id, run["updated_at"], RunFinished(
-            status=run["status"], output=data.get("output"), error=data.get("error"),
-            steps=data.get("steps"), workspace=data.get("workspace"))))
+    events = [RunEvent("run.started", run_id, run.created_at,
+                       RunStarted(agent=run.agent, task=run.task))]
+    for op in operations(store, run_id, lenient=True):
+        kind = _kind(op.event_type)
+        events += (_model_events(run_id, op, store) if kind == "model"
+                   else _call_events(run_id, kind, op, store))
+    if run.ended is not None:  # ``error`` as stored: the JSON of an OperationError
+        events.append(RunEvent("run.finished", run_id, run.updated_at, RunFinished(
+            status=run.ended, output=run.output, error=run.data.get("error"), steps=run.steps,
+            workspace=run.workspace)))
     events.sort(key=lambda e: e.at)
     return events
-
-
-TERMINAL = frozenset({"succeeded", "failed", "cancelled", "timed_out"})

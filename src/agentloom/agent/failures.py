@@ -3,7 +3,7 @@
 A run's loop ends in a terminal state for everything a model, a tool or a hook can do. What
 is left is the runtime itself failing while it drives the run — a store that refuses a row,
 a defect — and that failure comes back at the same step on every resume. Each such failure
-is recorded on the run (``runs.data.failures``)::
+is recorded on the run (``runs.data.failures``; read back as ``store.records.RunFailures``)::
 
     {"fingerprint": "…", "count": 2, "total": 2, "retry_at": 1733…,
      "last": {"code": "STORE_ERROR", "type": "StoreError", "message": "…", "at": 1733…}}
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentloom.errors import OperationError, redact_secrets
+from agentloom.store.records import RunRecord
 
 __all__ = ["FAILED_REPEATEDLY", "RecoveryPolicy", "note_failure", "retry_at"]
 
@@ -87,6 +88,7 @@ def note_failure(
         details={"failures": count, "last_code": code})
 
 
-def retry_at(data: dict[str, Any]) -> float:
+def retry_at(run: RunRecord) -> float:
     """When a worker may resume a run that failed (0: at once)."""
-    return float((data.get("failures") or {}).get("retry_at") or 0.0)
+    failures = run.failures
+    return failures.retry_at if failures is not None else 0.0

@@ -13,7 +13,10 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Mapping
 from typing import Any
+
+from agentloom.store.records import RunRecord
 
 __all__ = ["holder_gone", "is_interrupted", "lease_left_s"]
 
@@ -36,14 +39,21 @@ def holder_gone(owner: str | None) -> bool:
     return False
 
 
-def lease_left_s(row: dict[str, Any], now: float | None = None) -> float:
-    """Seconds until the run's lease expires (<= 0: expired)."""
+def _record(run: RunRecord | Mapping[str, Any]) -> RunRecord:
+    return run if isinstance(run, RunRecord) else RunRecord.from_row(run, lenient=True)
+
+
+def lease_left_s(run: RunRecord | Mapping[str, Any], now: float | None = None) -> float:
+    """Seconds until the run's lease expires (<= 0: expired). ``run`` is its record (or its
+    ``runs`` row)."""
     now = time.time() if now is None else now
-    return float(row.get("lease_expires_at") or 0) - now
+    return float(_record(run).lease_expires_at or 0) - now
 
 
-def is_interrupted(row: dict[str, Any], now: float | None = None) -> bool:
-    """A ``running`` run that nothing drives any more (see the module docstring)."""
-    if row.get("status") != "running":
+def is_interrupted(run: RunRecord | Mapping[str, Any], now: float | None = None) -> bool:
+    """A ``running`` run that nothing drives any more (see the module docstring). ``run`` is
+    its record (or its ``runs`` row)."""
+    record = _record(run)
+    if not record.running:
         return False
-    return lease_left_s(row, now) <= 0 or holder_gone(row.get("lease_owner"))
+    return lease_left_s(record, now) <= 0 or holder_gone(record.lease_owner)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, TypeAlias
 
 from agentloom.agent.compaction import (
     Budget,
@@ -59,12 +59,12 @@ from agentloom.models.calls import RESPONSE_INVALID_CODES, parse_arguments
 from agentloom.models.gateway import ModelCallFailed, ModelGateway, model_key
 from agentloom.models.types import Message, ModelRequest, ModelResponse, ToolDef
 from agentloom.pipeline.context import InvocationContext
-from agentloom.results import OperationResult
+from agentloom.results import OperationResult, TerminalRunStatus
 from agentloom.text import storable
 
 __all__ = ["Invocation", "LoopOutcome", "ReactLoop", "Status", "SupplementSource", "initial_messages"]
 
-Status = Literal["succeeded", "failed", "cancelled", "timed_out"]
+Status: TypeAlias = TerminalRunStatus  # how an invocation ended: a run ends with it
 MAX_REISSUES = 3  # new Attempts of one turn's model call after unknown / invalid responses
 
 

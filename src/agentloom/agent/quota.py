@@ -25,6 +25,7 @@ from agentloom.models.types import Message, ModelResponse
 from agentloom.pipeline.records import stored_envelope
 from agentloom.results import JsonBlock
 from agentloom.store.ports import Store
+from agentloom.store.records import operations
 
 __all__ = ["TokenQuota", "tokens_of"]
 
@@ -67,8 +68,8 @@ class TokenQuota:
         quota = cls(limit)
         if limit is None:
             return quota
-        for row in store.query("operations", {"run_id": run_id, "event_type": "model"}):
-            envelope = stored_envelope(row, store)
+        for op in operations(store, run_id, event_type="model"):
+            envelope = stored_envelope(op.to_row(), store) if op.terminal else None
             result = envelope.result if envelope is not None else None
             if result is None or len(result.content) != 1 \
                     or not isinstance(result.content[0], JsonBlock):
@@ -77,7 +78,7 @@ class TokenQuota:
                 response = response_from_dict(result.content[0].data)
             except ValueError:
                 continue  # not a response the gateway could read: it was not delivered
-            quota.charge(row["logical_key"], tokens_of(response))
+            quota.charge(op.logical_key, tokens_of(response))
         return quota
 
     def charge(self, key: str, tokens: int) -> None:

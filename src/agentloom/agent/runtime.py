@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from agentloom.agent.controls import STOP, SUPPLEMENT, ControlState, record_control
 from agentloom.agent.delegation import DelegationHandler, delegate_spec
-from agentloom.agent.events import TERMINAL, RunEvent, run_events
+from agentloom.agent.events import RunEvent, run_events
 from agentloom.agent.failures import RecoveryPolicy, note_failure, retry_at
 from agentloom.agent.leases import holder_gone, is_interrupted, lease_left_s
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop, initial_messages
@@ -55,10 +55,12 @@ from agentloom.kernel import DEFAULT_WORKSPACE_ROOT, Kernel, RunLease
 from agentloom.models.ports import Connection
 from agentloom.pipeline.context import InvocationContext
 from agentloom.refs import OwnerRef
+from agentloom.results import TerminalRunStatus
 from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
 from agentloom.store import Op, Store, WriteSet
 from agentloom.store.ports import Fence
+from agentloom.store.records import OperationRecord, RunRecord, get_run, operations, runs
 from agentloom.workspace.scope import WorkspaceScopeError
 
 __all__ = ["RunError", "RunHandle", "RunResult", "Runtime"]
@@ -88,7 +90,7 @@ class RunResult:
     of ``to_dict``."""
 
     run_id: str
-    status: str
+    status: TerminalRunStatus
     output: Any = None
     error: OperationError | None = None
     steps: int = 0
@@ -332,42 +334,44 @@ class Runtime:
         ``force``: then it is taken over, and a call the old holder has in flight may run
         twice (``in_flight`` lists them).
         """
-        row = self.store.get("runs", {"run_id": run_id})
-        if row is None:
+        run = get_run(self.store, run_id)
+        if run is None:
             raise RunError(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
-        if row["status"] in TERMINAL or run_id in self._live:
-            live = self._live.get(run_id) or self._finished(row)
+        live = self._live.get(run_id)
+        if live is not None:
             return RunHandle(self, live)
-        data = row["data"]
-        if (data.get("release_id"), data.get("catalog_version")) != (self.release_id,
-                                                                    self.catalog_version):
-            raise RunError(self._release_changed(run_id, data), code="RELEASE_CHANGED")
-        gone = holder_gone(row.get("lease_owner"))
-        left = lease_left_s(row)
+        if run.ended is not None:
+            return RunHandle(self, self._finished(run, run.ended))
+        if (run.release_id, run.catalog_version) != (self.release_id, self.catalog_version):
+            raise RunError(self._release_changed(run), code="RELEASE_CHANGED")
+        gone = holder_gone(run.lease_owner)
+        left = lease_left_s(run)
         if not force and left > 0 and not gone:
             raise RunError(
-                f"run {run_id} is driven by a live process ({row.get('lease_owner')}; its lease "
+                f"run {run_id} is driven by a live process ({run.lease_owner}; its lease "
                 f"expires in {left:.0f}s and is renewed while it runs), so it was not taken. "
                 f"Wait for it to end, stop it (agentloom runs stop {run_id}), or take it over "
                 "with --force (a call it has in flight may then run twice)", code="LEASE_HELD")
-        owner = OwnerRef(kind="agent", id=data["agent"], space_id=self.space_id)
+        if run.agent is None:
+            raise RunError(f"run {run_id} records no agent, so no agent can resume it",
+                           code="RUN_NOT_RESUMABLE")
+        owner = OwnerRef(kind="agent", id=run.agent, space_id=self.space_id)
         view = None
-        if data.get("session_id"):
-            view = open_session(self.store, data["session_id"], owner, seen=data["session_seen"])
+        if run.session_id:
+            view = open_session(self.store, run.session_id, owner, seen=run.session_seen)
         lease = self.kernel.claim(run_id, lease_ttl_s=LEASE_TTL_S,
                                   only_if_expired=not (force or gone))
-        return self._drive(lease, dict(data), view.history if view else ())
+        return self._drive(lease, dict(run.data), view.history if view else ())
 
-    def in_flight(self, run_id: str) -> list[dict[str, Any]]:
+    def in_flight(self, run_id: str) -> list[OperationRecord]:
         """The run's calls that started and have no outcome yet (what ``force`` may run
-        twice): ``operation_id``, ``capability`` and ``phase`` of each."""
-        return [{"operation_id": r["operation_id"], "capability": r["capability_key"],
-                 "phase": r["phase"]}
-                for r in self.store.query("operations", {"run_id": run_id})
-                if r["outcome"] is None]
+        twice), oldest first: their ``operation_id``, ``capability_key`` and ``phase`` say
+        which and how far each got."""
+        return operations(self.store, run_id, pending=True)
 
-    def _release_changed(self, run_id: str, data: dict[str, Any]) -> str:
-        started = (data.get("config") or {}).get("snapshot")
+    def _release_changed(self, run: RunRecord) -> str:
+        run_id = run.run_id
+        started = run.config_snapshot
         now = (self.config_source or {}).get("snapshot")
         changed = ""
         if started is not None and now is not None:
@@ -376,7 +380,7 @@ class Runtime:
             changed = (f"; changed since it started: {shown}" if keys else
                        "; the config file's values are the same, so code it imports changed "
                        "(a tool or a hook)")
-        return (f"run {run_id} was started with release {data.get('release_id')} and this "
+        return (f"run {run_id} was started with release {run.release_id} and this "
                 f"configuration is release {self.release_id}{changed}; resume it with the "
                 "configuration it started with")
 
@@ -396,11 +400,11 @@ class Runtime:
         self.kernel.environment.reclaim_spools()  # output left by runtimes that died
         await self.kernel.environment.cleanup.retry_pending()  # cleanups that failed earlier
         now = time.time()
-        for row in self.store.query("runs", {"status": "running"}, order_by=("created_at",)):
-            run_id = row["run_id"]
-            if run_id in self._live or not is_interrupted(row, now):
+        for run in runs(self.store, status="running"):
+            run_id = run.run_id
+            if run_id in self._live or not is_interrupted(run, now):
                 continue
-            if retry_at(row["data"]) > now:  # it failed lately: its back-off is not over
+            if retry_at(run) > now:  # it failed lately: its back-off is not over
                 left.append((run_id, "BACKING_OFF"))
                 continue
             try:
@@ -418,25 +422,25 @@ class Runtime:
     async def stop(self, run_id: str, reason: str = "stopped by user") -> None:
         """Stop a run: at once when this process drives it, else within one poll interval of
         the process that does. A run nobody holds any more is finished as ``cancelled``."""
-        row = self.store.get("runs", {"run_id": run_id})
-        if row is None:
+        run = get_run(self.store, run_id)
+        if run is None:
             raise RunError(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
-        if row["status"] in TERMINAL:
+        if run.ended is not None:
             return
         live = self._live.get(run_id)
         if live is not None:
             live.cancel.set(reason)
         await record_control(self.kernel.coordinator, run_id, STOP, {"reason": reason})
-        if live is None and is_interrupted(row):
+        if live is None and is_interrupted(run):
             lease = self.kernel.claim(run_id, lease_ttl_s=LEASE_TTL_S)
-            await self._finish(lease, dict(row["data"]), LoopOutcome(
+            await self._finish(lease, dict(run.data), LoopOutcome(
                 "cancelled", None, OperationError(code="RUN_STOPPED", category="cancelled",
                                                   message=reason)))
 
     async def supplement(self, run_id: str, text: str) -> None:
         """Add user input for the root's next turn."""
-        row = self.store.get("runs", {"run_id": run_id})
-        if row is None or row["status"] in TERMINAL:
+        run = get_run(self.store, run_id)
+        if run is None or run.ended is not None:
             raise RunError(f"run {run_id!r} is not running", code="RUN_NOT_RUNNING")
         await record_control(self.kernel.coordinator, run_id, SUPPLEMENT,
                              {"text": text, "consumed_turn": None})
@@ -559,8 +563,8 @@ class Runtime:
         after the back-off, and raise ``RUN_CRASHED``."""
         run_id = live.lease.run_id
         log.debug("run %s: the runtime failed while driving it", run_id, exc_info=exc)
-        row = self.store.get("runs", {"run_id": run_id})
-        data, error = note_failure(dict(row["data"] if row else live.data), exc, self.recovery)
+        run = get_run(self.store, run_id)
+        data, error = note_failure(dict(run.data if run else live.data), exc, self.recovery)
         failures = data["failures"]
         if error is not None:
             try:
@@ -591,14 +595,14 @@ class Runtime:
         log.warning("run %s: %s: %s", run_id, what, exc)
         log.debug("run %s: %s", run_id, what, exc_info=exc)
 
-    def _finished(self, row: dict[str, Any]) -> _Live:
-        data = row["data"]
-        error = OperationError.from_dict(data["error"]) if data.get("error") else None
-        live = _Live(RunLease(row["run_id"], row["lease_epoch"]), data, CancelToken(),
-                     ControlState(row["run_id"]))
+    def _finished(self, run: RunRecord, status: TerminalRunStatus) -> _Live:
+        """A handle's state for a run that ended ``status``: its result, from the record."""
+        live = _Live(RunLease(run.run_id, run.lease_epoch), dict(run.data), CancelToken(),
+                     ControlState(run.run_id))
         done: asyncio.Future[RunResult] = asyncio.get_running_loop().create_future()
-        done.set_result(RunResult(row["run_id"], row["status"], data.get("output"), error,
-                                  data.get("steps", 0), workspace=data.get("workspace")))
+        done.set_result(RunResult(run.run_id, status, run.output, run.error,
+                                  run.steps if run.steps is not None else 0,
+                                  workspace=run.workspace))
         live.task = asyncio.ensure_future(_wait(done))
         return live
 
@@ -628,8 +632,7 @@ class Runtime:
         if not controls.pending and turn not in controls.by_turn:
             return []
         key = f"{inv.invocation_id}/t{turn}/model"
-        committed = bool(self.store.query("operations", {"run_id": inv.ctx.run_id,
-                                                         "logical_key": key}, limit=1))
+        committed = bool(operations(self.store, inv.ctx.run_id, logical_key=key, limit=1))
         return await controls.take(self.store, self.kernel.coordinator,
                                    Fence(live.lease.run_id, live.lease.lease_epoch),
                                    turn=turn, live=not committed)
@@ -668,9 +671,9 @@ async def _wait(done: asyncio.Future[RunResult]) -> RunResult:
 
 
 def list_runs(store: Store, limit: int = 50) -> list[dict[str, Any]]:
-    """Runs, newest first; ``interrupted``: running, but nothing drives it any more."""
-    rows = store.query("runs", order_by=("created_at",), descending=True, limit=limit)
-    return [{"run_id": r["run_id"], "status": r["status"], "agent": r["data"].get("agent"),
-             "task": r["data"].get("task"), "created_at": r["created_at"],
-             "updated_at": r["updated_at"], "output": r["data"].get("output"),
-             "interrupted": is_interrupted(r)} for r in rows]
+    """Runs, newest first, as JSON-ready summaries (``status`` as stored);
+    ``interrupted``: running, but nothing drives it any more."""
+    return [{"run_id": r.run_id, "status": r.stored_status, "agent": r.agent, "task": r.task,
+             "created_at": r.created_at, "updated_at": r.updated_at, "output": r.output,
+             "interrupted": is_interrupted(r)}
+            for r in runs(store, newest_first=True, limit=limit, lenient=True)]

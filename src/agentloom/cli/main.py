@@ -44,6 +44,7 @@ from agentloom.cli.worker import work
 from agentloom.config import Config, load_config
 from agentloom.errors import redact_secrets
 from agentloom.store import Store
+from agentloom.store.records import RunRecord, get_run
 
 __all__ = ["app", "main"]
 
@@ -240,7 +241,7 @@ def runs_events(
     """The run's events (run, model, tool and delegation calls), oldest first."""
     setup_logging()
     with _store(store, config, read_only=True) as opened:
-        if opened.get("runs", {"run_id": run_id}) is None:
+        if get_run(opened, run_id) is None:
             raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
         events = [e.to_dict() for e in run_events(opened, run_id)]
         if append_to is not None:
@@ -276,33 +277,33 @@ def runs_resume(
     setup_logging()
     url = resolve_store_url(store, config)
     with _store(url, None) as opened:  # writable: it migrates a store of an older version
-        row = opened.get("runs", {"run_id": run_id})
-    if row is None:
+        run = get_run(opened, run_id)
+    if run is None:
         raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
-    runtime = runtime_from_config(load_config(config or _recorded_config(row)), store=url)
-    if force and row["status"] == "running":
+    runtime = runtime_from_config(load_config(config or _recorded_config(run)), store=url)
+    if force and run.status == "running":
         doubled = runtime.in_flight(run_id)
-        if doubled and not is_interrupted(row):
-            calls = ", ".join(f"{c['capability']} (op {c['operation_id']}, {c['phase']})"
-                              for c in doubled)
+        if doubled and not is_interrupted(run):
+            calls = ", ".join(f"{op.capability_key} (op {op.operation_id}, {op.phase})"
+                              for op in doubled)
             say(stderr_console(), f"warning: taking run {run_id} over from "
-                f"{row.get('lease_owner')}, which may still be running: {calls} may run twice")
+                f"{run.lease_owner}, which may still be running: {calls} may run twice")
     result = run_sync(drive(runtime, lambda: runtime.resume(run_id, force=force),
-                            as_json=as_json, live=row["status"] == "running"))
-    _finish(result, row["data"].get("agent"), as_json, url, hint=False)
+                            as_json=as_json, live=run.status == "running"))
+    _finish(result, run.agent, as_json, url, hint=False)
 
 
-def _recorded_config(row: dict[str, Any]) -> Path:
+def _recorded_config(run: RunRecord) -> Path:
     """The config file a run was started from (``runs.data.config.path``)."""
-    recorded = (row["data"].get("config") or {}).get("path")
+    recorded = run.config_path
     if not recorded:
         raise UsageFailure(
-            f"run {row['run_id']} records no config file (it was started from Python, or by "
+            f"run {run.run_id} records no config file (it was started from Python, or by "
             "an older AgentLoom); pass --config CONFIG", code="CONFIG_REQUIRED")
     path = Path(recorded)
     if not path.is_file():
         raise UsageFailure(
-            f"run {row['run_id']} was started from {recorded}, which no longer exists; pass "
+            f"run {run.run_id} was started from {recorded}, which no longer exists; pass "
             "--config CONFIG", code="CONFIG_NOT_FOUND")
     return path
 
@@ -387,21 +388,21 @@ def runs_stop(
     setup_logging()
     url = resolve_store_url(store, config)
     with _store(url, None) as opened:
-        row = opened.get("runs", {"run_id": run_id})
-    if row is None:
+        run = get_run(opened, run_id)
+    if run is None:
         raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
-    previous = row["status"]
-    if previous == "running" and config is None and is_interrupted(row):
+    previous = run.status
+    if previous == "running" and config is None and is_interrupted(run):
         # Nothing drives it: finish it here, as cancelled, with the config it started from.
-        config = _recorded_config(row)
+        config = _recorded_config(run)
     if config is not None:
         asyncio.run(_stop_with_config(url, config, run_id, reason))
     elif previous == "running":
         with _store(url, None) as opened:
             asyncio.run(send_control(opened, run_id, STOP, {"reason": reason}))
     with _store(url, None) as opened:
-        now = opened.get("runs", {"run_id": run_id})
-    status = now["status"] if now else previous
+        now = get_run(opened, run_id)
+    status = now.status if now else previous
     out = {"run_id": run_id, "requested": previous == "running", "status": status}
     if as_json:
         print_json(out)
@@ -425,11 +426,11 @@ def runs_supplement(
         raise UsageFailure("the supplement text is empty")
     url = resolve_store_url(store, config)
     with _store(url, None) as opened:
-        row = opened.get("runs", {"run_id": run_id})
-        if row is None:
+        run = get_run(opened, run_id)
+        if run is None:
             raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
-        if row["status"] != "running":
-            raise UsageFailure(f"run {run_id!r} is not running ({row['status']})",
+        if run.status != "running":
+            raise UsageFailure(f"run {run_id!r} is not running ({run.status})",
                               code="RUN_NOT_RUNNING")
         asyncio.run(send_control(opened, run_id, SUPPLEMENT,
                                  {"text": text, "consumed_turn": None}))

@@ -4,8 +4,9 @@
 ``sandbox_backend`` it was started with; null for a run recorded before it was) and one entry per
 operation — its status in the spec's vocabulary, every Attempt (``attempts`` table), every hook
 run (``hook_invocations`` table), the arguments the model proposed beside the ones that were
-executed, and the raw result beside the effective one. Rows are decoded with
-``pipeline.records.OperationState`` / ``stored_envelope``, never by hand.
+executed, and the raw result beside the effective one. Runs and operations are read as typed
+records (``store.records``) and an operation's data decoded with
+``pipeline.records.OperationState``, never by hand.
 
 Usage: a model operation's ``usage`` is the token counts its provider reported with the raw
 response (``null`` fields: not reported); ``duration_s`` of an operation is the time its
@@ -17,13 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentloom.agent import list_runs
-from agentloom.agent.events import TERMINAL, envelope_status, stored_response, summary_of
+from agentloom.agent.events import envelope_status, stored_response, summary_of
 from agentloom.agent.leases import is_interrupted
 from agentloom.agent.spec import DELEGATE_PREFIX
 from agentloom.pipeline.records import OperationState
 from agentloom.results import ToolResult
 from agentloom.store import Store
+from agentloom.store.records import OperationRecord, RunRecord, get_run, operations, runs
 
 __all__ = ["TASK_EXCERPT", "USAGE_FIELDS", "excerpt", "operation_detail", "run_detail",
            "run_summaries"]
@@ -42,38 +43,37 @@ def run_summaries(store: Store, limit: int = 50) -> list[dict[str, Any]]:
     """Runs newest first: ``run_id``, ``status`` (``interrupted`` for a running run nothing
     drives any more), ``agent``, ``created_at``, ``updated_at`` and ``task`` (an excerpt;
     ``runs show`` has the whole task)."""
-    return [{"run_id": r["run_id"], "status": "interrupted" if r["interrupted"] else r["status"],
-             "agent": r["agent"],
-             "created_at": r["created_at"], "updated_at": r["updated_at"],
-             "task": excerpt(r["task"])} for r in list_runs(store, limit)]
+    return [{"run_id": r.run_id,
+             "status": "interrupted" if is_interrupted(r) else r.stored_status,
+             "agent": r.agent, "created_at": r.created_at, "updated_at": r.updated_at,
+             "task": excerpt(r.task)} for r in runs(store, newest_first=True, limit=limit, lenient=True)]
 
 
 def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
     """The run with its operations (oldest first), or None when the store has no such run."""
-    row = store.get("runs", {"run_id": run_id})
-    if row is None:
+    run = get_run(store, run_id, lenient=True)  # a damaged row is shown as it is stored
+    if run is None:
         return None
-    data = row["data"]
-    operations = store.query("operations", {"run_id": run_id}, order_by=("created_at",))
-    details = [operation_detail(store, op) for op in operations]
+    # a damaged row is shown as it is stored, like the run's own row
+    details = [operation_detail(store, op) for op in operations(store, run_id, lenient=True)]
     return {
         "run_id": run_id,
-        "status": "interrupted" if is_interrupted(row) else row["status"],
-        "agent": data.get("agent"),
-        "task": data.get("task"),
-        "session_id": data.get("session_id"),
-        "release_id": data.get("release_id"),
-        "sandbox_backend": data.get("sandbox_backend"),
-        "created_at": row["created_at"],
-        "updated_at": row["updated_at"],
-        "lease_epoch": row["lease_epoch"],
-        "lease_owner": row["lease_owner"],
-        "lease_expires_at": row["lease_expires_at"],
-        "output": data.get("output"),
-        "error": data.get("error"),
-        "failures": data.get("failures"),
-        "steps": data.get("steps"),
-        **_run_totals(row, details),
+        "status": "interrupted" if is_interrupted(run) else run.stored_status,
+        "agent": run.agent,
+        "task": run.task,
+        "session_id": run.session_id,
+        "release_id": run.release_id,
+        "sandbox_backend": run.sandbox_backend,
+        "created_at": run.created_at,
+        "updated_at": run.updated_at,
+        "lease_epoch": run.lease_epoch,
+        "lease_owner": run.lease_owner,
+        "lease_expires_at": run.lease_expires_at,
+        "output": run.output,
+        "error": run.data.get("error"),  # as stored: the JSON of an OperationError
+        "failures": run.data.get("failures"),  # as stored (agent.failures)
+        "steps": run.steps,
+        **_run_totals(run, details),
         "warnings": run_warnings(details),
         "operations": details,
     }
@@ -103,16 +103,16 @@ def run_warnings(operations: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return warnings
 
 
-def _run_totals(row: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, Any]:
+def _run_totals(run: RunRecord, operations: list[dict[str, Any]]) -> dict[str, Any]:
     """``usage`` (each field summed over the model operations that reported it; ``null`` when
     none did) and ``duration_s`` (start to end; ``null`` while the run has not ended) of a run
-    row and its ``operation_detail``s."""
+    and its ``operation_detail``s."""
     reported = [op["usage"] for op in operations if op["usage"] is not None]
     usage = {f: sum(u[f] for u in reported if u[f] is not None)
              if any(u[f] is not None for u in reported) else None for f in USAGE_FIELDS}
-    ended = row["status"] in TERMINAL
+    ended = run.ended is not None
     return {"usage": usage,
-            "duration_s": round(row["updated_at"] - row["created_at"], 3) if ended else None}
+            "duration_s": round(run.updated_at - run.created_at, 3) if ended else None}
 
 
 def _usage(result: ToolResult | None) -> dict[str, int | None] | None:
@@ -129,10 +129,10 @@ def _duration(attempts: list[dict[str, Any]]) -> float | None:
     return round(sum(spans), 3) if spans else None
 
 
-def _kind(row: dict[str, Any]) -> str:
-    if row["event_type"] == "model":
+def _kind(op: OperationRecord) -> str:
+    if op.event_type == "model":
         return "model"
-    if row["event_type"] == "delegation" or row["capability_key"].startswith(DELEGATE_PREFIX):
+    if op.event_type == "delegation" or op.capability_key.startswith(DELEGATE_PREFIX):
         return "delegation"
     return "tool"
 
@@ -146,13 +146,13 @@ def _text(result: ToolResult | None) -> str | None:
     return text
 
 
-def operation_detail(store: Store, row: dict[str, Any]) -> dict[str, Any]:
+def operation_detail(store: Store, op: OperationRecord) -> dict[str, Any]:
     """One operation as ``runs show`` prints it.
 
     ``status`` is ``succeeded`` / ``failed`` / ``denied`` / ``unknown`` / ``cancelled`` once
     the operation is terminal, ``running`` before (``phase`` says how far it got).
     """
-    state = OperationState.from_row(row, store)
+    state = OperationState.from_row(op.to_row(), store)
     envelope = state.envelope_result() if state.envelope is not None else None
     request = state.request
     attempts = store.query("attempts", {"operation_id": state.operation_id},
@@ -167,7 +167,7 @@ def operation_detail(store: Store, row: dict[str, Any]) -> dict[str, Any]:
     detail: dict[str, Any] = {
         "operation_id": state.operation_id,
         "capability": state.capability_key,
-        "kind": _kind(row),
+        "kind": _kind(op),
         "event_type": state.event_type,
         "role": request.get("role"),
         "call_id": request.get("call_id"),
@@ -176,8 +176,8 @@ def operation_detail(store: Store, row: dict[str, Any]) -> dict[str, Any]:
         "phase": state.phase,
         "status": envelope_status(envelope) if envelope is not None else "running",
         "outcome": envelope.outcome if envelope is not None else None,
-        "created_at": row["created_at"],
-        "updated_at": row["updated_at"],
+        "created_at": op.created_at,
+        "updated_at": op.updated_at,
         "attempts": {
             "count": state.attempts,
             "items": [{"attempt_no": a["attempt_no"], "status": a["status"],
@@ -197,7 +197,7 @@ def operation_detail(store: Store, row: dict[str, Any]) -> dict[str, Any]:
         "effective_result": _text(effective),
         "result_changed": raw is not None and effective is not None
         and effective.to_dict() != raw.to_dict(),
-        "usage": _usage(raw) if row["event_type"] == "model" else None,
+        "usage": _usage(raw) if op.event_type == "model" else None,
         "duration_s": _duration(attempts),
         "error": envelope.error.to_dict() if envelope is not None and envelope.error else None,
         "reason": envelope.reason if envelope is not None else None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from agentloom.errors import AgentLoomError, ErrorCategory
+from agentloom.errors import AgentLoomError, ErrorCategory, ErrorPhase
 
 SANDBOX_UNAVAILABLE: Final = "SANDBOX_UNAVAILABLE"  # bubblewrap missing or unusable
 SHELL_NOT_ALLOWED: Final = "SHELL_NOT_ALLOWED"  # shell_script without policy.allow_shell
@@ -55,5 +55,5 @@ class SandboxError(AgentLoomError):
     default_code = SPAWN_FAILED
     default_category: ErrorCategory = "unknown"
 
-    def __init__(self, code: str, message: str, *, phase: str = "execute") -> None:
+    def __init__(self, code: str, message: str, *, phase: ErrorPhase = "execute") -> None:
         super().__init__(message, code=code, category=_CATEGORIES.get(code, "unknown"), phase=phase)

@@ -83,6 +83,7 @@ from typing import Any
 from agentloom.errors import (
     AgentLoomError,
     ErrorCategory,
+    ErrorPhase,
     ExternalOutcome,
     OperationError,
     redact_secrets,
@@ -159,7 +160,7 @@ _STATUS_CATEGORIES: dict[int, ErrorCategory] = {
 _FALLBACK = _Rule("unknown", "unknown", "TOOL_EXCEPTION")
 
 
-def error_from_exception(exc: BaseException, *, phase: str = "execute") -> OperationError:
+def error_from_exception(exc: BaseException, *, phase: ErrorPhase = "execute") -> OperationError:
     """Map an exception a tool raised to an ``OperationError`` (table in the module docstring).
 
     Raises:
@@ -192,7 +193,7 @@ def error_from_exception(exc: BaseException, *, phase: str = "execute") -> Opera
     )
 
 
-def result_from_exception(exc: BaseException, *, phase: str = "execute") -> ToolResult:
+def result_from_exception(exc: BaseException, *, phase: ErrorPhase = "execute") -> ToolResult:
     """A ``ToolResult`` for ``exc``: ``unknown`` when the outcome is unknown, else ``failed``.
 
     Raises:
