@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["canonical_ascii_json", "canonical_json", "compact_json"]
+__all__ = ["canonical_ascii_json", "canonical_json", "compact_json", "readable_json", "sorted_json"]
 
 canonical_json: Callable[[Any], str] = json.JSONEncoder(
     separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode
@@ -30,3 +30,12 @@ canonical_ascii_json: Callable[[Any], str] = json.JSONEncoder(
 compact_json: Callable[[Any], str] = json.JSONEncoder(
     separators=(",", ":"), ensure_ascii=False).encode
 """Compact, non-ASCII kept, keys in insertion order: the in-memory store's column text."""
+
+sorted_json: Callable[[Any], str] = json.JSONEncoder(sort_keys=True).encode
+"""Keys sorted, ``", "`` / ``": "`` separators, non-ASCII escaped — ``json.dumps(v,
+sort_keys=True)``: the release id's digest, a workspace manifest, the arguments a transcript
+names; computed this way from the start."""
+
+readable_json: Callable[[Any], str] = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+"""As ``sorted_json`` but non-ASCII kept: JSON shown to a model (a JSON block as text, a
+tool's parameters or an output schema in a corrective message)."""

@@ -18,10 +18,10 @@ else spells the format.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias, assert_never, get_args
 
+from agentloom.canonical import readable_json
 from agentloom.errors import OperationError
 from agentloom.text import storable
 
@@ -70,7 +70,7 @@ def parse_result_ref(ref: str) -> tuple[str, str | None] | None:
 
 def rendered_json(data: Any) -> str:
     """A JSON block as text: what ``ToolResult.text`` shows and ``result_read`` reads."""
-    return json.dumps(data, ensure_ascii=False, sort_keys=True)
+    return readable_json(data)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

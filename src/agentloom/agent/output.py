@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from agentloom.canonical import readable_json
 from agentloom.catalog import ArgumentValidator, compile_schema, freeze_json, thaw_json
 from agentloom.errors import CatalogError, OperationError
 from agentloom.models.ports import Connection
@@ -119,7 +120,7 @@ class OutputSpec:
                 "Markdown.")
         if "json_schema" in formats:
             return text
-        schema = json.dumps(thaw_json(self.schema), ensure_ascii=False, sort_keys=True)
+        schema = readable_json(thaw_json(self.schema))
         return f"{text} It must be valid against this JSON Schema:\n{schema}"
 
     # -- checking ----------------------------------------------------------------------------

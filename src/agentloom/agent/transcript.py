@@ -15,9 +15,9 @@ shown whole: no ref to it exists.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
+from agentloom.canonical import sorted_json
 from agentloom.catalog import CapabilitySpec
 from agentloom.models.types import Message, ModelResponse, ToolCall, ToolDef
 from agentloom.results import OperationResult
@@ -45,7 +45,7 @@ def assistant_message(response: ModelResponse, executed: Sequence[OperationResul
         arguments = call.arguments
         if envelope is not None and envelope.executed_arguments is not None \
                 and envelope.executed_arguments != envelope.proposed_arguments:
-            arguments = json.dumps(envelope.executed_arguments, sort_keys=True)
+            arguments = sorted_json(envelope.executed_arguments)
         calls.append(ToolCall(id=call.id, name=call.name, arguments=arguments, index=call.index))
     return Message(role="assistant", content=response.text or None, tool_calls=tuple(calls),
                    reasoning=response.reasoning, reasoning_details=response.reasoning_details)
@@ -63,6 +63,6 @@ def tool_message(call: ToolCall, envelope: OperationResult) -> Message:
     if envelope.executed_arguments is not None \
             and envelope.executed_arguments != envelope.proposed_arguments:
         text = (f"{text}\n[note: a hook changed the arguments before execution; executed "
-                f"with {json.dumps(envelope.executed_arguments, sort_keys=True)}]")
+                f"with {sorted_json(envelope.executed_arguments)}]")
     return Message(role="tool", content=text, tool_call_id=call.id, name=call.name)
 

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from agentloom.canonical import readable_json
 from agentloom.errors import OperationError
 from agentloom.models.types import ModelResponse, ToolCall, ToolDef
 
@@ -105,7 +106,7 @@ def call_problem(call: ToolCall, offered: Mapping[str, ToolDef], *,
         return None
     if cut:
         problem += " (the response was cut off at its output limit)"
-    schema = json.dumps(tool.parameters, sort_keys=True, ensure_ascii=False)
+    schema = readable_json(tool.parameters)
     shown = schema if len(schema) <= SCHEMA_SHOWN else \
         f"(too long to repeat here: it is the parameters of {tool.name} in your tool list)"
     return OperationError(

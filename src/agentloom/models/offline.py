@@ -30,6 +30,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agentloom.canonical import sorted_json
 from agentloom.errors import AgentLoomError, ConfigError, ErrorCategory
 from agentloom.models.types import (
     STRUCTURED_FORMATS,
@@ -185,7 +186,7 @@ class TestModel:
                 ToolCall(
                     id=f"call_{turn}_{i}",
                     name=tool.name,
-                    arguments=json.dumps(example_arguments(tool.parameters), sort_keys=True),
+                    arguments=sorted_json(example_arguments(tool.parameters)),
                     index=i,
                 )
                 for i, tool in enumerate(request.tools)
@@ -225,7 +226,7 @@ def _formatted(text: str, fmt: Any) -> str:
     """A final answer in the requested output format: a schema's example, or JSON mode's object."""
     if isinstance(fmt, Mapping):
         named = named_schema(fmt)
-        return json.dumps(example_arguments(named["schema"] if named else fmt), sort_keys=True)
+        return sorted_json(example_arguments(named["schema"] if named else fmt))
     if fmt == "json_object":
         return json.dumps({"answer": text})
     return text

@@ -25,7 +25,6 @@ it; the folders above it stay the runtime's (``_modes.py``).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import time
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from agentloom.canonical import sorted_json
 from agentloom.errors import AgentLoomError, ConfigError, ErrorCategory, RevisionConflict
 from agentloom.ids import new_id
 from agentloom.refs import OwnerRef
@@ -177,8 +177,7 @@ class WorkspaceStore:
             return
         make_private_dirs(folder)
         tmp = folder / f".manifest.{os.getpid()}.tmp"
-        data = json.dumps({"file_root_id": file_root_id, "owner": owner.to_dict()},
-                          sort_keys=True) + "\n"
+        data = sorted_json({"file_root_id": file_root_id, "owner": owner.to_dict()}) + "\n"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
                      0o600)
         try:
