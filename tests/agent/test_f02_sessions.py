@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agentloom.agent import AgentSpec, Runtime, SessionError
+from agentloom.agent import AgentSpec, RunError, Runtime, SessionError
 from agentloom.hooks.spec import HandlerRef, HookSpec
 from agentloom.store import Insert, WriteSet
 from agentloom.testing.openai_server import ScriptedOpenAIServer
@@ -149,35 +149,48 @@ async def test_f02_another_session_of_the_same_owner_shares_neither_transcript_n
     assert read.startswith("failed: ") and "PERIWINKLE" not in read
 
 
-async def test_f02_two_runs_of_one_session_at_once_both_finish_and_both_turns_are_kept(
+async def test_f02_s7_1_a_second_run_of_a_busy_session_is_refused_or_waits_and_both_turns_are_kept(
     store_url: str, server: ScriptedOpenAIServer, runtime_factory: Callable[..., Runtime],
 ) -> None:
-    arrived: list[str] = []
-    together = asyncio.Event()
+    """000 §7.1.11: a session is occupied by one active run. While the first run is held
+    before its final answer, a second start is refused (``SESSION_BUSY``, naming the holder);
+    with ``wait`` it starts once the first has ended, and both turns are kept, in order."""
+    held = asyncio.Event()
+    release = asyncio.Event()
 
-    async def barrier(event: dict[str, Any]) -> dict[str, Any]:
-        """Hold each run's final model response until both have one: they finish together."""
-        arrived.append(event["run_id"])
-        if len(arrived) == 2:
-            together.set()
-        await together.wait()
+    async def hold(event: dict[str, Any]) -> dict[str, Any]:
+        """Hold the first run's final model response until the test lets it go."""
+        if not release.is_set():
+            held.set()
+            await release.wait()
         return {"decision": "allow"}
 
-    hook = HookSpec(hook_id="barrier", timing="after", event="model",
-                    handler=HandlerRef(ref="tests.agent:barrier"), timeout_s=WAIT_S)
+    hook = HookSpec(hook_id="hold", timing="after", event="model",
+                    handler=HandlerRef(ref="tests.agent:hold"), timeout_s=WAIT_S)
     rt = runtime_factory(agents(server), store=store_url, hooks=[hook],
-                         hook_functions={"tests.agent:barrier": barrier})
+                         hook_functions={"tests.agent:hold": hold})
     server.script(answer("an answer"), answer("an answer"))
 
     first = await rt.start("first task", session="sess-busy")
-    second = await rt.start("second task", session="sess-busy")
+    await asyncio.wait_for(held.wait(), WAIT_S)
+    with pytest.raises(RunError) as refused:
+        await rt.start("second task", session="sess-busy")
+    assert refused.value.code == "SESSION_BUSY"
+    assert first.run_id in str(refused.value)
+
+    waiting = asyncio.create_task(rt.start("second task", session="sess-busy", wait=True))
+    for _ in range(5):  # a few turns of the event loop: it polls, it does not start
+        await asyncio.sleep(0)
+    assert not waiting.done()
+    release.set()
+    second = await asyncio.wait_for(waiting, WAIT_S)
     results = [await asyncio.wait_for(h.result(), WAIT_S) for h in (first, second)]
 
     assert [r.status for r in results] == ["succeeded", "succeeded"]
     assert {r["status"] for r in rt.runs()} == {"succeeded"}  # no run is left "running"
     turns = rt.store.query("session_turns", {"session_id": "sess-busy"}, order_by=("seq",))
     assert [t["seq"] for t in turns] == [0, 1]
-    assert sorted(t["data"]["task"] for t in turns) == ["first task", "second task"]
+    assert [t["data"]["task"] for t in turns] == ["first task", "second task"]
 
 
 async def test_f02_two_starts_of_a_new_session_at_once_never_leave_a_run_without_a_driver(

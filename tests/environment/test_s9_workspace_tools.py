@@ -14,6 +14,7 @@ from tests.sandbox.conftest import BACKENDS, require_backend, searchable
 from agentloom import Kernel, StrictInput, Tool, ToolContext
 from agentloom.kernel import RunLease
 from agentloom.sandbox import EnvironmentPolicy
+from agentloom.tools.builtin.fs import fs_spec
 
 FS = ["fs.read", "fs.write", "fs.edit", "fs.patch", "fs.list", "fs.glob", "fs.grep", "fs.mkdir",
       "fs.move", "fs.delete"]
@@ -79,6 +80,27 @@ async def test_s7_3_file_tools_work_in_the_runs_own_workspace(kernel: Kernel) ->
     listed = await call(kernel, lease, "fs_list")
     assert [e["name"] for e in listed.result.content[0].data["entries"]] == ["a.txt"]
     assert str(kernel.environment.root) not in str(listed.to_dict())
+
+
+async def test_s7_3_fs_move_and_fs_delete_without_if_match_tell_the_model_to_read_first(
+    kernel: Kernel,
+) -> None:
+    lease = await kernel.start_run()
+    wrote = await call(kernel, lease, "fs_write", path="a.txt", content="keep me\n")
+    etag = wrote.result.content[0].data["etag"]
+    refused = [await call(kernel, lease, "fs_move", src="a.txt", dst="b.txt"),
+               await call(kernel, lease, "fs_delete", path="a.txt")]
+    for result in refused:
+        assert result.outcome == "failed" and result.error.code == "ETAG_REQUIRED"
+        assert "read 'a.txt'" in result.error.message and "if_match" in result.error.message
+    assert sorted(p.name for p in folder(kernel, lease).iterdir() if p.name != ".locks") == ["a.txt"]
+    for key in ("fs.move", "fs.delete"):  # what the model is told
+        assert "needs if_match" in fs_spec(key).description
+    moved = await call(kernel, lease, "fs_move", src="a.txt", dst="b.txt", if_match=etag)
+    assert moved.succeeded, moved.error
+    gone = await call(kernel, lease, "fs_delete", path="b.txt", if_match=etag)
+    assert gone.succeeded, gone.error
+    assert not (folder(kernel, lease) / "b.txt").exists()
 
 
 async def test_s8_ctx_files_is_bound_to_the_calls_scope(kernel: Kernel) -> None:

@@ -25,6 +25,7 @@ from agentloom.workspace._atomic import etag_of
 from agentloom.workspace.service import WorkspaceError, WorkspaceHandle, WorkspaceService
 
 CANARY_ETAG = etag_of((CANARY + "\n").encode())
+INNER_ETAG = etag_of(b"inside text\n")
 PATCH = f"@@ -1 +1 @@\n-{CANARY}\n+PWNED\n"
 
 Call = Callable[[WorkspaceService, WorkspaceHandle, str], Awaitable[object]]
@@ -43,8 +44,14 @@ CALLS: dict[str, tuple[Call, ...]] = {
         lambda s, h, p: s.grep(h, CANARY[:12], paths=[p], literal=True),
     ),
     "mkdir": (lambda s, h, p: s.mkdir(h, p), lambda s, h, p: s.mkdir(h, p + "/made", parents=True)),
-    "move": (lambda s, h, p: s.move(h, p, "moved_here"), lambda s, h, p: s.move(h, "inner/file.txt", p)),
-    "delete": (lambda s, h, p: s.delete(h, p), lambda s, h, p: s.delete(h, p, recursive=True)),
+    "move": (  # with the right etags, so that only confinement can stop them
+        lambda s, h, p: s.move(h, p, "moved_here", if_match=CANARY_ETAG),
+        lambda s, h, p: s.move(h, "inner/file.txt", p, if_match=INNER_ETAG),
+    ),
+    "delete": (
+        lambda s, h, p: s.delete(h, p, if_match=CANARY_ETAG),
+        lambda s, h, p: s.delete(h, p, recursive=True),
+    ),
 }
 MUTATING = {"write", "edit", "apply_patch", "mkdir", "move", "delete"}
 

@@ -312,14 +312,14 @@ async def test_mkdir_creates_parents_only_when_asked(
 async def test_move_never_overwrites_and_checks_if_match(
     service: WorkspaceService, handle: WorkspaceHandle, layout: Layout
 ) -> None:
+    etag = (await service.read(handle, "inner/file.txt")).etag
     before = tree(layout.root)
-    await expect("EXISTS", service.move(handle, "inner/file.txt", "decoy.txt"))
+    await expect("EXISTS", service.move(handle, "inner/file.txt", "decoy.txt", if_match=etag))
     await expect(
         "ETAG_MISMATCH", service.move(handle, "inner/file.txt", "moved.txt", if_match="sha256:" + "2" * 64)
     )
     await expect("NOT_FOUND", service.move(handle, "inner/nope.txt", "moved.txt"))
     assert tree(layout.root) == before
-    etag = (await service.read(handle, "inner/file.txt")).etag
     moved = await service.move(handle, "inner/file.txt", "moved.txt", if_match=etag)
     assert moved.path == "moved.txt" and (layout.root / "moved.txt").read_text() == "inside text\n"
     link = await service.move(handle, "out_abs", "inner/link_moved")
@@ -347,6 +347,43 @@ async def test_delete_needs_recursive_for_a_non_empty_folder_and_never_deletes_t
     assert link.kind == "symlink" and layout.outside.is_dir()
     etag = (await service.read(handle, "decoy.txt")).etag
     assert (await service.delete(handle, "decoy.txt", if_match=etag)).kind == "file"
+
+
+async def test_s7_3_fs_move_and_fs_delete_require_if_match_for_files(
+    service: WorkspaceService, handle: WorkspaceHandle, layout: Layout
+) -> None:
+    before = tree(layout.root)
+    for call in (service.move(handle, "inner/file.txt", "moved.txt"),
+                 service.delete(handle, "inner/file.txt")):
+        err = await expect("ETAG_REQUIRED", call)
+        assert err.error.category == "validation" and err.error.external_outcome == "not_started"
+        assert "read 'inner/file.txt'" in err.error.message and "if_match" in err.error.message
+    stale = "sha256:" + "5" * 64
+    await expect("ETAG_MISMATCH", service.move(handle, "inner/file.txt", "moved.txt", if_match=stale))
+    await expect("ETAG_MISMATCH", service.delete(handle, "inner/file.txt", if_match=stale))
+    assert tree(layout.root) == before  # nothing moved, nothing deleted, not even a lock file
+    # A folder has no etag: moving it or deleting it empty needs none, a non-empty one `recursive`.
+    await service.mkdir(handle, "empty")
+    assert (await service.move(handle, "empty", "renamed")).kind == "dir"
+    assert (await service.delete(handle, "renamed")).kind == "dir"
+    await expect("NOT_EMPTY", service.delete(handle, "inner"))
+    etag = (await service.read(handle, "inner/file.txt")).etag
+    moved = await service.move(handle, "inner/file.txt", "moved.txt", if_match=etag)
+    assert moved.kind == "file" and (layout.root / "moved.txt").read_text() == "inside text\n"
+    assert (await service.delete(handle, "moved.txt", if_match=etag)).kind == "file"
+    assert not (layout.root / "moved.txt").exists()
+
+
+async def test_s7_3_a_binary_file_read_gives_its_etag_so_it_can_be_moved_and_deleted(
+    service: WorkspaceService, handle: WorkspaceHandle, layout: Layout
+) -> None:
+    (layout.root / "nul.bin").write_bytes(b"abc\x00def")
+    err = await expect("BINARY_FILE", service.read(handle, "nul.bin"))
+    etag = err.error.details["etag"]
+    assert etag in err.error.message and "if_match" in err.error.message
+    await service.move(handle, "nul.bin", "kept.bin", if_match=etag)
+    assert (await service.delete(handle, "kept.bin", if_match=etag)).kind == "file"
+    assert not (layout.root / "kept.bin").exists()
 
 
 # --- refusals ---------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from tests.workspace.layout import Layout, snapshot
 
 from agentloom import Kernel
 from agentloom.store import open_store
+from agentloom.workspace._atomic import etag_of
 from agentloom.workspace.paths import RelPath, parse_path
 from agentloom.workspace.service import WorkspaceError, WorkspaceHandle, WorkspaceService
 
@@ -120,7 +121,8 @@ async def test_i11_1_an_escaped_name_is_accepted_back_by_every_file_tool(
     assert [m.path for m in hit.matches] == [r"hostile/dir\xfc/moved\xf9.txt"]
     gone = await service.delete(handle, r"hostile/dir\xfc", recursive=True)
     assert (gone.path, gone.removed) == (r"hostile/dir\xfc", 2)
-    await service.delete(handle, r"hostile/sub\xfe/in\x80.txt")
+    last = await service.read(handle, r"hostile/sub\xfe/in\x80.txt")
+    await service.delete(handle, r"hostile/sub\xfe/in\x80.txt", if_match=last.etag)
     assert names(hostile) == [b"lit\\xff.txt", b"new\xfd.txt", b"p\xfb", b"sub\xfe"]
     assert names(hostile / os.fsdecode(b"p\xfb")) == [b"q\xfa"]
     assert names(hostile / os.fsdecode(b"sub\xfe")) == []
@@ -186,7 +188,8 @@ async def test_i11_1_fs_tools_on_a_kernel_list_and_use_non_utf8_names_and_the_re
     ctx = kernel.invocation_context(lease, release_id="rel")
     calls = [("fs_list", {}), ("fs_glob", {"pattern": "*"}), ("fs_grep", {"pattern": "needle"}),
              ("fs_read", {"path": r"bad\xff.txt"}),
-             ("fs_move", {"src": r"bad\xff.txt", "dst": r"moved\xfe.txt"}),
+             ("fs_move", {"src": r"bad\xff.txt", "dst": r"moved\xfe.txt",
+                          "if_match": etag_of(b"needle\n")}),
              ("fs_read", {"path": r"bad\xff.txt"})]
     done = [await kernel.bus.request(name, args, ctx) for name, args in calls]
     assert [r.outcome for r in done] == ["succeeded"] * 5 + ["failed"]  # moved away

@@ -144,7 +144,8 @@ async def test_hardening_files_written_as_root_belong_to_the_content_owner(
     await service.apply_patch(handle, "kept/src/pkg/mod.py", "@@ -1 +1 @@\n-x = 1\n+x = 2\n")
     etag = (await service.read(handle, "old.txt")).etag
     await service.write(handle, "old.txt", "replaced\n", mode="replace", if_match=etag)
-    await service.move(handle, "notes.txt", "single/notes.txt")
+    notes = (await service.read(handle, "notes.txt")).etag
+    await service.move(handle, "notes.txt", "single/notes.txt", if_match=notes)
 
     assert owner(work / "kept") == runtime
     assert owner(work / ".locks") == runtime and mode(work / ".locks") == 0o700

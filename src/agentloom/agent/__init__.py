@@ -4,7 +4,14 @@ from agentloom.agent.events import RunEvent, run_events
 from agentloom.agent.failures import RecoveryPolicy
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop
 from agentloom.agent.output import OutputSpec
-from agentloom.agent.runtime import RunError, RunHandle, RunResult, Runtime, list_runs
+from agentloom.agent.runtime import (
+    RunError,
+    RunHandle,
+    RunResult,
+    Runtime,
+    SessionBusy,
+    list_runs,
+)
 from agentloom.agent.sessions import SessionError
 from agentloom.agent.spec import AgentSpec, Limits
 
@@ -21,6 +28,7 @@ __all__ = [
     "RunHandle",
     "RunResult",
     "Runtime",
+    "SessionBusy",
     "SessionError",
     "list_runs",
     "run_events",

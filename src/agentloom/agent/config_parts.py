@@ -3,7 +3,8 @@
 ``load_config`` checks what a configuration can tell from itself; what needs the layers above
 the core is done here, before any run starts: ``check_config`` finds the problems only the
 provider presets or the script parser can see (an unknown preset, a protocol or variant the
-preset lacks, a script file that does not parse), and the builders return plain runtime
+preset lacks, a capability the configured model lacks on its preset — tools, output format,
+think settings (000 §4.6) — a script file that does not parse), and the builders return plain runtime
 values — a model source, hook specs, hook functions, a retry policy, SDK tools. User code
 named in the configuration (``module:attr`` tools, hook functions) is imported here, with the
 config file's folder first on ``sys.path`` for the duration of the import.
@@ -41,12 +42,13 @@ from agentloom.hooks.spec import HandlerRef, HookMatch, HookSpec
 from agentloom.models.connect import connection_for
 from agentloom.models.offline import ScriptModel, TestModel, load_script
 from agentloom.models.ports import Connection, ModelAdapter
-from agentloom.models.presets import Preset, list_presets, load_preset
+from agentloom.models.presets import Preset, capabilities_for, list_presets, load_preset
+from agentloom.models.types import STRUCTURED_FORMATS, ModelRequest, OutputFormat, ThinkParams
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.tools.sdk import Tool
 
-__all__ = ["agent_tools", "check_config", "hook_functions", "hook_specs", "model_source", "retry_policy",
-           "sdk_tools"]
+__all__ = ["agent_tools", "check_config", "hook_functions", "hook_specs", "max_output_tokens",
+           "model_source", "retry_policy", "sdk_tools", "think_params"]
 
 
 # -- the checks that need the presets or the script parser --------------------------------------
@@ -58,7 +60,9 @@ def check_config(config: Config) -> None:
     Raises:
         ConfigError: ``CONFIG_INVALID``, headed by ``config.origin``, one ``key.path: problem``
             per line: an unknown preset, a protocol the preset does not speak, a variant it
-            lacks, a script file that does not parse.
+            lacks, a capability the model lacks on its preset (``agents.<a>.model``, naming the
+            model, the preset, the capability and what needs it), a script file that does
+            not parse.
     """
     problems = preset_and_script_problems(config)
     if problems:
@@ -89,7 +93,55 @@ def preset_and_script_problems(config: Config) -> list[Problem]:
             if preset is not None and variant is not None and variant not in preset.variants:
                 problems.append(Problem(f"{at}.variant", f"preset {preset.name!r} has no variant "
                                         f"{variant!r}; choose one of {', '.join(sorted(preset.variants))}"))
+            if preset is not None:
+                _capability_problems(preset, agent, choice, at, problems)
     return problems
+
+
+def _capability_problems(preset: Preset, agent: AgentConfig, choice: ConnectionModelChoice,
+                         at: str, problems: list[Problem]) -> None:
+    """What the agent asks of its model that the preset cannot serve for it (000 §4.6)."""
+    fmt: OutputFormat = "text"
+    if agent.output is not None:  # asked for as the preset allows (agent.output.request_format)
+        formats = preset.for_model(choice.name).capabilities & STRUCTURED_FORMATS
+        fmt = ({"name": agent.output.name, "schema": agent.output.schema_} if "json_schema" in formats
+               else "json_object" if "json_object" in formats else "text")
+    needed = capabilities_for(ModelRequest(messages=(), output_format=fmt, think=think_params(agent)))
+    agent_at = at.removesuffix(".model")
+    think = f"{at}.think ({choice.think})"
+    why = {"think_toggle": think, "think_effort": think, "json_schema": f"{agent_at}.output",
+           "json_object": f"{agent_at}.output"}
+    if agent.tools or agent.executors:
+        needed |= {"tools"}
+        why["tools"] = f"{agent_at}.tools" if agent.tools else f"{agent_at}.executors"
+    for capability in sorted(needed):
+        try:
+            preset.check((capability,), model=choice.name)
+        except ConfigError as exc:
+            problems.append(Problem(at, f"{exc.error.message}; {why[capability]} needs it: remove "
+                                    "that, or choose a model that supports it"))
+
+
+_THINK: dict[str, ThinkParams] = {
+    "on": ThinkParams(enabled=True), "off": ThinkParams(enabled=False),
+    "low": ThinkParams(effort="low"), "medium": ThinkParams(effort="medium"),
+    "high": ThinkParams(effort="high"),
+}
+
+
+def think_params(agent: AgentConfig) -> ThinkParams | None:
+    """The agent's ``model.think`` as the request's ``ThinkParams`` (``None``: not set, or not a
+    connection model): ``on`` / ``off`` switch reasoning, ``low`` / ``medium`` / ``high`` set
+    its effort."""
+    choice = agent.model
+    setting = choice.think if isinstance(choice, ConnectionModelChoice) else None
+    return None if setting is None else _THINK[setting]
+
+
+def max_output_tokens(agent: AgentConfig) -> int | None:
+    """The agent's ``model.max_output_tokens`` (``None``: not set, or not a connection model)."""
+    choice = agent.model
+    return choice.max_output_tokens if isinstance(choice, ConnectionModelChoice) else None
 
 
 def _preset(connection: ConnectionConfig, at: str, problems: list[Problem]) -> Preset | None:

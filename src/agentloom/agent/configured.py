@@ -30,8 +30,10 @@ from agentloom.agent.config_parts import (
     check_config,
     hook_functions,
     hook_specs,
+    max_output_tokens,
     model_source,
     retry_policy,
+    think_params,
 )
 from agentloom.agent.failures import RecoveryPolicy
 from agentloom.agent.output import OutputSpec
@@ -84,6 +86,8 @@ def agent_specs(config: Config) -> list[AgentSpec]:
             window=choice.window if isinstance(choice, ConnectionModelChoice) else None,
             output_limit=choice.output_limit if isinstance(choice, ConnectionModelChoice)
             else None,
+            think=think_params(agent),
+            max_output_tokens=max_output_tokens(agent),
             description=agent.description,
             output=None if agent.output is None else OutputSpec(
                 schema=agent.output.schema_, name=agent.output.name, strict=agent.output.strict),

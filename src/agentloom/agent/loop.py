@@ -30,13 +30,16 @@ it is rebuilt from the committed calls.
   candidate must validate; one that does not gets exactly one corrective user turn — derived
   from the committed response, so a replay rebuilds it — and a second failure ends the
   invocation ``OUTPUT_INVALID``.
+- Every request carries the agent's think and output-limit settings (``model_request``). An
+  agent without tools of its own is offered none — not even ``result_read``, unless its
+  history names a stored result (``offered_specs``) — so it runs on a model without tools.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 from agentloom.agent.compaction import (
@@ -54,18 +57,21 @@ from agentloom.agent.tool_errors import ToolErrorStreak
 from agentloom.agent.transcript import assistant_message, tool_defs, tool_message
 from agentloom.bus import EventBus
 from agentloom.bus.bus import RequestItem
+from agentloom.catalog import CapabilitySpec
 from agentloom.errors import OperationError
 from agentloom.models.calls import RESPONSE_INVALID_CODES, parse_arguments
 from agentloom.models.gateway import ModelCallFailed, ModelGateway, model_key
-from agentloom.models.types import Message, ModelRequest, ModelResponse, ToolDef
+from agentloom.models.types import Message, ModelRequest, ModelResponse, OutputFormat, ToolDef
 from agentloom.pipeline.context import InvocationContext
 from agentloom.results import OperationResult, TerminalRunStatus
 from agentloom.text import storable
 
-__all__ = ["Invocation", "LoopOutcome", "ReactLoop", "Status", "SupplementSource", "initial_messages"]
+__all__ = ["Invocation", "LoopOutcome", "ReactLoop", "Status", "SupplementSource", "initial_messages",
+           "model_request", "offered_specs"]
 
 Status: TypeAlias = TerminalRunStatus  # how an invocation ended: a run ends with it
 MAX_REISSUES = 3  # new Attempts of one turn's model call after unknown / invalid responses
+RESULT_READ = "result.read"
 
 
 @dataclass(slots=True)
@@ -122,8 +128,8 @@ class ReactLoop:
         return outcome
 
     async def _run(self, inv: Invocation, emit: EventSink) -> LoopOutcome:
-        agent, ctx = inv.agent, inv.ctx
-        defs = tool_defs(list(ctx.catalog.specs.values()))
+        agent = inv.agent
+        defs = tool_defs(offered_specs(inv))
         budget = Budget.of(agent.window, agent.output_limit) if agent.window else None
         sizes = inv.sizes
         carried: list[str] = []  # supplements already taken for this turn (see below)
@@ -141,13 +147,12 @@ class ReactLoop:
                 carried = []
                 inv.messages.extend(Message(role="user", content=t) for t in extra)
             # prepare_model → compact_context (when the budget needs it) → call_model
-            request = ModelRequest(messages=tuple(inv.messages), tools=defs, output_format=fmt)
+            request = model_request(agent, inv.messages, defs, fmt)
             if budget is not None and sizes.tokens(request.messages, defs) > budget.input_limit:
                 failed = await self._compact(inv, n, budget=budget, sizes=sizes, tools=defs, emit=emit)
                 if failed is not None:
                     return failed
-                request = ModelRequest(messages=tuple(inv.messages), tools=defs,
-                                       output_format=fmt)
+                request = model_request(agent, inv.messages, defs, fmt)
             response = await self._call_model(inv, n, request, emit)
             if isinstance(response, LoopOutcome):
                 return response
@@ -277,10 +282,9 @@ class ReactLoop:
                     continue  # no raw response was saved: generation is re-issued
                 if exc.error.code in RESPONSE_INVALID_CODES:
                     # the model's output was malformed: tell it and let it answer again
-                    request = ModelRequest(messages=(*request.messages, Message(
+                    request = replace(request, messages=(*request.messages, Message(
                         role="user", content=f"[runtime] Your previous response was rejected: "
-                        f"{exc.error.message}. Answer again.")),
-                        tools=request.tools, output_format=request.output_format)
+                        f"{exc.error.message}. Answer again.")))
                     continue
                 return LoopOutcome("failed", None, exc.error, steps=n,
                                    messages=tuple(inv.messages))
@@ -331,6 +335,26 @@ class ReactLoop:
 
 def _ignore(event: RunEvent) -> None:
     return None
+
+
+def model_request(agent: AgentSpec, messages: Sequence[Message], tools: tuple[ToolDef, ...],
+                  fmt: OutputFormat) -> ModelRequest:
+    """One turn's request: the messages and tools, the output format, and the agent's own
+    think / output-limit settings (``model.think``, ``model.max_output_tokens``)."""
+    return ModelRequest(messages=tuple(messages), tools=tools, output_format=fmt,
+                        think=agent.think, max_output_tokens=agent.max_output_tokens)
+
+
+def offered_specs(inv: Invocation) -> list[CapabilitySpec]:
+    """The role's catalog as offered to its model. ``result.read`` is offered only when the
+    agent has tools of its own or its history names a stored result to read (a tool message
+    with a ``result_ref``): a tool-less agent offers no tools at all, so it runs on a model
+    without tool support (000 §4.6). It stays in the published catalog either way."""
+    specs = list(inv.ctx.catalog.specs.values())
+    if inv.agent.has_tools() or any(m.role == "tool" and "result_ref" in (m.content or "")
+                                    for m in inv.messages):
+        return specs
+    return [s for s in specs if s.capability_key != RESULT_READ]
 
 
 def initial_messages(agent: AgentSpec, task: str, history: Sequence[Message] = ()) -> list[Message]:

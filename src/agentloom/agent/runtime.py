@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -36,10 +35,19 @@ from agentloom.agent.failures import RecoveryPolicy, note_failure, retry_at
 from agentloom.agent.leases import holder_gone, is_interrupted, lease_left_s
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop, initial_messages
 from agentloom.agent.quota import TokenQuota
-from agentloom.agent.sessions import open_session, turn_op
+from agentloom.agent.sessions import (
+    SessionError,
+    SessionView,
+    close_op,
+    occupy,
+    open_session,
+    release_op,
+    turn_op,
+)
 from agentloom.agent.spec import AgentSpec
 from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.cancel import CancelToken
+from agentloom.canonical import sorted_json
 from agentloom.config.diff import changed_keys
 from agentloom.errors import (
     AgentLoomError,
@@ -51,6 +59,7 @@ from agentloom.errors import (
 )
 from agentloom.hooks import HookLike, hook_specs
 from agentloom.hooks.spec import HookSpec
+from agentloom.ids import new_id
 from agentloom.kernel import DEFAULT_WORKSPACE_ROOT, Kernel, RunLease
 from agentloom.models.ports import Connection
 from agentloom.pipeline.context import InvocationContext
@@ -63,7 +72,7 @@ from agentloom.store.ports import Fence
 from agentloom.store.records import OperationRecord, RunRecord, get_run, operations, runs
 from agentloom.workspace.scope import WorkspaceScopeError
 
-__all__ = ["RunError", "RunHandle", "RunResult", "Runtime"]
+__all__ = ["RunError", "RunHandle", "RunResult", "Runtime", "SessionBusy"]
 
 log = logging.getLogger(__name__)
 _M = TypeVar("_M", bound=BaseModel)
@@ -79,6 +88,14 @@ class RunError(AgentLoomError):
     running, a changed release, a lost lease (``LEASE_LOST``). ``code`` names which."""
 
     default_code = "RUN_ERROR"
+
+
+class SessionBusy(RunError, SessionError):
+    """A run of a session that another run occupies was not started (``SESSION_BUSY``, 000
+    §7.1: one active run per session); the message names the holder and how to wait for it.
+    Nothing was created. A ``RunError`` and a ``SessionError`` alike."""
+
+    default_code = "SESSION_BUSY"
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +199,17 @@ def _model_identity(model: object) -> str:
     return f"{type(model).__module__}.{type(model).__qualname__}:{getattr(model, 'model', '')}"
 
 
+def _model_settings(agent: AgentSpec) -> dict[str, Any]:
+    """The agent's think / output-limit settings for the release id (absent when unset, so
+    a release without them keeps its id)."""
+    settings: dict[str, Any] = {}
+    if agent.think is not None:
+        settings["think"] = {"enabled": agent.think.enabled, "effort": agent.think.effort}
+    if agent.max_output_tokens is not None:
+        settings["max_output_tokens"] = agent.max_output_tokens
+    return settings
+
+
 class Runtime:
     """Agents, a store and a workspace root; the Python API of AgentLoom."""
 
@@ -224,6 +252,7 @@ class Runtime:
                 if executor not in self.agents:
                     raise ConfigError(f"agent {agent.name!r} delegates to {executor!r}, which "
                                       f"is not defined; agents: {sorted(self.agents)}")
+            agent.check_model()  # what its model cannot serve is refused now (000 §4.6)
         self.space_id = space_id
         self.recovery = recovery or RecoveryPolicy()
         self.config_source = dict(config_source) if config_source else None
@@ -278,9 +307,9 @@ class Runtime:
             "description": a.description,
             "tools": a.tool_keys(), "executors": list(a.executors),
             **({"output": a.output.to_dict()} if a.output else {}),
+            **_model_settings(a),
         } for a in agents]
-        raw = json.dumps({"agents": described, "hooks": [h.to_dict() for h in hooks]},
-                         sort_keys=True)
+        raw = sorted_json({"agents": described, "hooks": [h.to_dict() for h in hooks]})
         return "rel-" + hashlib.sha256(raw.encode()).hexdigest()[:16]
 
     # -- runs -------------------------------------------------------------------------------
@@ -289,40 +318,69 @@ class Runtime:
                     wait: bool = False) -> RunHandle:
         """Start a run of ``agent`` on ``task`` and return its handle (the loop runs as a task).
 
-        ``workdir`` (default: the runtime's) makes an existing folder the run's workspace:
-        every file tool works beneath it, ``exec`` sees it at ``/work``, and it is never
-        deleted. While another running run holds that folder the start is refused
+        ``session`` continues that session (its history and persistent folder). A session has
+        one active run at a time (000 §7.1): while another run of it has not ended the start
+        is refused (``RunError`` ``SESSION_BUSY``, naming that run), or waits for it to end
+        with ``wait``; a holder that was interrupted is refused at once even with ``wait``
+        (resume or stop it). ``workdir`` (default: the runtime's) makes an existing folder the
+        run's workspace: every file tool works beneath it, ``exec`` sees it at ``/work``, and
+        it is never deleted. While another running run holds that folder the start is refused
         (``WorkspaceScopeError`` ``WORKSPACE_BUSY``), or waits for it with ``wait``."""
         spec = self._agent(agent)
         owner = OwnerRef(kind="agent", id=agent, space_id=self.space_id)
-        view = open_session(self.store, session, owner) if session else None
-        if view is not None and view.create is not None:
-            try:  # the session exists before its first run does: no run is left behind
-                await self.kernel.coordinator.commit(WriteSet((view.create,)))
-            except RevisionConflict:  # created meanwhile: open it again (scope checked)
-                view = open_session(self.store, view.session_id, owner)
-        deadline = time.time() + spec.limits.run_deadline_s
-        data = {"agent": agent, "task": task, "release_id": self.release_id,
-                "catalog_version": self.catalog_version,
-                "deadline": deadline, "session_id": session,
-                "session_seen": view.seen if view else None,
-                "sandbox_backend": self.kernel.environment.sandbox_backend}
-        if self.config_source is not None:
-            data["config"] = self.config_source
+        run_id = run_id or new_id()
         folder = workdir if workdir is not None else self.workdir
         while True:
+            view = await self._occupy(session, owner, run_id, task, wait) if session else None
+            data = {"agent": agent, "task": task, "release_id": self.release_id,
+                    "catalog_version": self.catalog_version,
+                    "deadline": time.time() + spec.limits.run_deadline_s, "session_id": session,
+                    "session_seen": view.seen if view else None,
+                    "sandbox_backend": self.kernel.environment.sandbox_backend}
+            if view is not None:
+                data["session_slot"] = view.seen
+            if self.config_source is not None:
+                data["config"] = self.config_source
             try:
                 lease = await self.kernel.start_run(
                     run_id=run_id, data=data, owner=owner, session_id=session,
                     lease_ttl_s=LEASE_TTL_S, keep_workspace=self.keep_workspaces,
                     workdir=Path(folder) if folder is not None else None)
                 break
-            except WorkspaceScopeError as exc:
-                if exc.code != "WORKSPACE_BUSY" or not wait:
+            except BaseException as exc:
+                if view is not None:  # the run was not created: give the session back
+                    await self._release_slot(view, run_id, task)
+                if not (isinstance(exc, WorkspaceScopeError) and exc.code == "WORKSPACE_BUSY"
+                        and wait):
                     raise
                 await asyncio.sleep(WORKDIR_POLL_S)
         data["owner"] = owner.to_dict()
         return self._drive(lease, data, view.history if view else ())
+
+    async def _occupy(self, session: str, owner: OwnerRef, run_id: str, task: str,
+                      wait: bool) -> SessionView:
+        """Take ``session`` for the run (``agent.sessions.occupy``); while another run holds
+        it, wait (``wait``, a holder that is driven) or refuse with ``SESSION_BUSY``."""
+        while True:
+            taken = await occupy(self.store, self.kernel.coordinator.commit, session, owner,
+                                 run_id=run_id, task=task, worker=self.kernel.worker_id)
+            if isinstance(taken, SessionView):
+                return taken
+            if not wait or taken.state == "interrupted":
+                raise SessionBusy(taken.refusal())
+            await asyncio.sleep(WORKDIR_POLL_S)
+
+    async def _release_slot(self, view: SessionView, run_id: str, task: str) -> None:
+        """Give the session back after a start that created no run. A run that was created
+        (its workspace then failed) keeps the slot: it holds the session until it ends."""
+        if self.store.get("runs", {"run_id": run_id}) is not None:
+            return
+        try:
+            await self.kernel.coordinator.commit(WriteSet((release_op(
+                view.session_id, view.seen, run_id=run_id, task=task),)))
+        except Exception as exc:  # the slot frees itself: its run does not exist
+            log.warning("run %s was not started and could not give session %s back: %s",
+                        run_id, view.session_id, exc)
 
     async def resume(self, run_id: str, *, force: bool = False) -> RunHandle:
         """Continue a run from its last committed stage (a finished run returns its result).
@@ -529,26 +587,40 @@ class Runtime:
         data = {**data, "output": outcome.answer, "steps": outcome.steps,
                 "error": outcome.error.to_dict() if outcome.error else None,
                 "workspace": self._kept_folder(lease.run_id)}
-        session = data.get("session_id") if outcome.status == "succeeded" else None
-        for _ in range(MAX_TURN_TRIES):
-            turn: tuple[Op, ...] = ()
-            if session:
-                seq = len(self.store.query("session_turns", {"session_id": session}))
-                turn = (turn_op(session, seq, run_id=lease.run_id, task=data["task"],
-                                 output=outcome.output),)
-            try:  # a conflict is raised before anything is recorded or cleaned
-                await self.kernel.end_run(lease, outcome.status, data=data, with_ops=turn)
-                break
-            except RevisionConflict:
-                if not session:
-                    raise  # another run of this session took ``seq``: take the next one
+        slot = data.get("session_slot")
+        if data.get("session_id") and slot is not None:  # its end frees the session
+            await self.kernel.end_run(lease, outcome.status, data=data, with_ops=(close_op(
+                data["session_id"], slot, run_id=lease.run_id, task=data["task"],
+                status=outcome.status,
+                output=outcome.output if outcome.status == "succeeded" else None),))
         else:
-            raise RunError(f"run {lease.run_id}: could not record its session turn",
-                           code="SESSION_TURN_CONFLICT")
+            await self._finish_unslotted(lease, data, outcome)
         return RunResult(lease.run_id, outcome.status, outcome.answer, outcome.error,
                          outcome.steps,
                          self.kernel.environment.revocation_confirmed(lease.run_id),
                          data["workspace"])
+
+    async def _finish_unslotted(self, lease: RunLease, data: dict[str, Any],
+                                outcome: LoopOutcome) -> None:
+        """The end of a run without a session slot (none, or started before slots): a
+        succeeded session run appends its turn after the last one."""
+        session = data.get("session_id") if outcome.status == "succeeded" else None
+        for _ in range(MAX_TURN_TRIES):
+            turn: tuple[Op, ...] = ()
+            if session:
+                last = self.store.query("session_turns", {"session_id": session},
+                                        order_by=("seq",), descending=True, limit=1)
+                seq = last[0]["seq"] + 1 if last else 0
+                turn = (turn_op(session, seq, run_id=lease.run_id, task=data["task"],
+                                 output=outcome.output),)
+            try:  # a conflict is raised before anything is recorded or cleaned
+                await self.kernel.end_run(lease, outcome.status, data=data, with_ops=turn)
+                return
+            except RevisionConflict:
+                if not session:
+                    raise  # another run of this session took ``seq``: take the next one
+        raise RunError(f"run {lease.run_id}: could not record its session turn",
+                       code="SESSION_TURN_CONFLICT")
 
     def _kept_folder(self, run_id: str) -> str | None:
         """The folder of the run that its end keeps (persistent), if any."""

@@ -1,23 +1,46 @@
-"""Agent sessions bound to their scope (F02).
+"""Agent sessions bound to their scope (F02), occupied by one active run at a time (000 §7.1).
 
 A session's transcript (its turns: task and final answer per run) belongs to the scope
 ``(space, owner kind, owner id)`` that created it. A matching scope continues it; a
 different scope never reads it (not even to say what is in it); a session whose records
 carry no identity is never attributed to whoever asks next.
+
+Occupancy: every run of a session takes the session's next turn slot (``session_turns``
+row ``(session_id, seq)``) *before* its run and workspace exist, by an insert that the
+store's primary key makes a compare-and-set across processes and workers (SQLite and
+PostgreSQL alike): of two starts that saw the same free slot one commits, the other gets a
+conflict and looks again. A slot whose run has not ended holds the session (``holder``);
+its run closes the slot in the commit that ends it (``close_op``), so the next run sees the
+whole turn. Only the turns of runs that succeeded are history.
+
+Owns: session rows, turn slots, who holds a session. Does not own: the runs themselves
+(``agent.runtime``), their leases (``agent.leases``), workspaces (``workspace.scope``).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any, Literal
 
-from agentloom.errors import AgentLoomError
+from agentloom.agent.leases import holder_gone, is_interrupted
+from agentloom.errors import AgentLoomError, RevisionConflict
 from agentloom.models.types import Message
 from agentloom.refs import OwnerRef
-from agentloom.store import Insert, Store
-from agentloom.store.ports import Op
+from agentloom.store import Insert, Store, WriteSet
+from agentloom.store.ports import Op, Put
+from agentloom.store.records import RunRecord
 
-__all__ = ["SessionError", "SessionView", "open_session", "turn_op"]
+__all__ = ["SessionError", "SessionHolder", "SessionView", "close_op", "holder", "occupy",
+           "open_session", "release_op", "turn_op"]
+
+START_GRACE_S = 60.0
+"""How long a slot whose run does not exist yet (its start is between taking the slot and
+creating the run) holds the session when its starter cannot be seen to be gone."""
+MAX_TAKE_TRIES = 20
+
+HolderState = Literal["running", "interrupted", "starting"]
 
 
 class SessionError(AgentLoomError):
@@ -30,19 +53,44 @@ class SessionError(AgentLoomError):
 
 @dataclass(frozen=True, slots=True)
 class SessionView:
-    """A session as one run sees it: the turns it continues from (``seen``), their messages, and
-    the row to insert when the session is new. Fixed at the run's start so a resume sees the
-    same prefix."""
+    """A session as one run sees it: the turns it continues from (``seen``: its own slot, so
+    every turn before it), their messages, and the row to insert when the session is new.
+    Fixed at the run's start so a resume sees the same prefix."""
 
     session_id: str
-    seen: int  # turns this run continues from
+    seen: int  # the run's slot: it continues from the turns before it
     history: tuple[Message, ...]
     create: Op | None  # the row to insert when the session is new
 
 
+@dataclass(frozen=True, slots=True)
+class SessionHolder:
+    """The run that occupies a session: ``running`` (a live process drives it),
+    ``interrupted`` (it has not ended but nothing drives it: ``agent.leases``) or
+    ``starting`` (it took the slot and its run is being created)."""
+
+    session_id: str
+    run_id: str
+    state: HolderState
+
+    def refusal(self) -> str:
+        """What a second run of the session is told (``SESSION_BUSY``)."""
+        s, r = self.session_id, self.run_id
+        if self.state == "interrupted":
+            return (f"session {s!r} is held by run {r}, which was interrupted (nothing drives "
+                    "it any more) and has not ended; a session has one active run at a time. "
+                    f"Continue it (agentloom runs resume {r}) or stop it (agentloom runs stop "
+                    f"{r}), then start again; --wait does not wait for an interrupted run")
+        doing = "is starting" if self.state == "starting" else "is still running"
+        return (f"session {s!r} is in use by run {r}, which {doing}; a session has one active "
+                f"run at a time. Wait for it (agentloom run --session {s} --wait; Python: "
+                f"wait=True), or stop it first (agentloom runs stop {r})")
+
+
 def open_session(store: Store, session_id: str, owner: OwnerRef, *, seen: int | None = None
                  ) -> SessionView:
-    """The session as ``owner`` may see it (``seen`` fixes the prefix on resume).
+    """The session as ``owner`` may see it: the history before slot ``seen`` (a resume, or a
+    run that took its slot), else before the next free slot.
 
     Raises:
         SessionError: the session belongs to another scope, or has no identity.
@@ -63,16 +111,90 @@ def open_session(store: Store, session_id: str, owner: OwnerRef, *, seen: int | 
             f"session {session_id!r} belongs to another scope than {owner.kind}:{owner.id} "
             f"(space {owner.space_id}); it cannot be read or continued from here")
     turns = store.query("session_turns", {"session_id": session_id}, order_by=("seq",))
-    if seen is not None:
-        turns = [t for t in turns if t["seq"] < seen]
+    if seen is None:
+        seen = turns[-1]["seq"] + 1 if turns else 0
     history: list[Message] = []
     for t in turns:
-        history.append(Message(role="user", content=t["data"]["task"]))
-        history.append(Message(role="assistant", content=t["data"].get("output") or ""))
-    return SessionView(session_id, len(turns), tuple(history), None)
+        if t["seq"] < seen and _status(t) == "succeeded":
+            history.append(Message(role="user", content=t["data"]["task"]))
+            history.append(Message(role="assistant", content=t["data"].get("output") or ""))
+    return SessionView(session_id, seen, tuple(history), None)
+
+
+def _status(turn: dict[str, Any]) -> str:
+    """A turn's state: ``running`` while its slot is held, then its run's end (``succeeded``,
+    …) or ``not_started``. A turn stored before slots existed is a succeeded run's."""
+    return str((turn.get("data") or {}).get("status", "succeeded"))
+
+
+def holder(store: Store, session_id: str, now: float | None = None) -> SessionHolder | None:
+    """The run occupying the session, or ``None`` when it is free: the run of its last slot,
+    while that run has not ended."""
+    last = store.query("session_turns", {"session_id": session_id}, order_by=("seq",),
+                       descending=True, limit=1)
+    if not last or _status(last[0]) != "running":
+        return None
+    now = time.time() if now is None else now
+    slot = last[0]
+    run_id = str(slot["run_id"])
+    row = store.get("runs", {"run_id": run_id})
+    if row is None:  # between taking the slot and creating the run, or its start died there
+        if holder_gone(slot["data"].get("worker")) or now - slot["created_at"] > START_GRACE_S:
+            return None
+        return SessionHolder(session_id, run_id, "starting")
+    run = RunRecord.from_row(row, lenient=True)
+    if not run.running:
+        return None
+    return SessionHolder(session_id, run_id,
+                         "interrupted" if is_interrupted(run, now) else "running")
+
+
+async def occupy(store: Store, commit: Callable[[WriteSet], Awaitable[None]], session_id: str,
+                 owner: OwnerRef, *, run_id: str, task: str, worker: str
+                 ) -> SessionView | SessionHolder:
+    """Take the session for ``run_id`` (creating the session when it is new): its view from
+    the slot it took, or the ``SessionHolder`` that occupies it (nothing was written).
+
+    Raises:
+        SessionError: the session belongs to another scope, or has no identity.
+    """
+    for _ in range(MAX_TAKE_TRIES):
+        view = open_session(store, session_id, owner)
+        if view.create is not None:
+            try:  # the session exists before its first run does
+                await commit(WriteSet((view.create,)))
+            except RevisionConflict:  # created meanwhile: open it again (scope checked)
+                continue
+        busy = holder(store, session_id)
+        if busy is not None:
+            return busy
+        try:  # the compare-and-set: one start takes this slot, any other conflicts
+            await commit(WriteSet((Insert("session_turns", {
+                "session_id": session_id, "seq": view.seen, "run_id": run_id,
+                "created_at": time.time(),
+                "data": {"task": task, "output": None, "status": "running",
+                         "worker": worker}}),)))
+        except RevisionConflict:
+            continue  # another run took it first: look at who holds the session now
+        return open_session(store, session_id, owner, seen=view.seen)
+    raise RevisionConflict(f"session {session_id!r}: its next slot kept being taken")
+
+
+def close_op(session_id: str, seq: int, *, run_id: str, task: str, status: str,
+             output: str | None) -> Op:
+    """The run's end on its slot (committed with the run's end): the session is free."""
+    return Put("session_turns", {"session_id": session_id, "seq": seq, "run_id": run_id,
+                                 "data": {"task": task, "output": output, "status": status}})
+
+
+def release_op(session_id: str, seq: int, *, run_id: str, task: str) -> Op:
+    """A slot whose run could not be started gives the session back (``not_started``)."""
+    return close_op(session_id, seq, run_id=run_id, task=task, status="not_started",
+                    output=None)
 
 
 def turn_op(session_id: str, seq: int, *, run_id: str, task: str, output: str | None) -> Op:
+    """A succeeded run's turn, for a run started before turn slots (it took none)."""
     return Insert("session_turns", {"session_id": session_id, "seq": seq, "run_id": run_id,
                                     "created_at": time.time(),
                                     "data": {"task": task, "output": output}})

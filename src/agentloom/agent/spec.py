@@ -12,8 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentloom.agent.output import OutputSpec
+from agentloom.agent.output import OutputSpec, output_formats
+from agentloom.errors import ConfigError
 from agentloom.models.ports import Connection, ModelAdapter
+from agentloom.models.presets import capabilities_for
+from agentloom.models.types import ModelRequest, ThinkParams
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.tools.sdk import Tool
 
@@ -64,6 +67,10 @@ class AgentSpec:
     ``output`` makes the final answer a JSON value valid against its schema (structured
     output, ``agent.output``); ``output_type``, a pydantic model, sets it from the model's
     schema (give one of the two). ``RunResult.output`` is then the parsed JSON value.
+    ``think`` (reasoning on / off / effort) and ``max_output_tokens`` (the output limit sent
+    with every request) go into each ``ModelRequest`` the loop makes; the preset maps them onto
+    the provider's fields (config ``model.think`` / ``model.max_output_tokens``). ``None``:
+    not sent, the provider's default applies.
     """
 
     name: str
@@ -79,14 +86,50 @@ class AgentSpec:
     output: OutputSpec | None = None
     output_type: type[BaseModel] | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
+    think: ThinkParams | None = None
+    max_output_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        if self.max_output_tokens is not None and self.max_output_tokens < 1:
+            raise ValueError(f"agent {self.name!r}: max_output_tokens must be at least 1, "
+                             f"not {self.max_output_tokens}")
+        if self.think is not None and self.think.enabled is False and self.think.effort:
+            raise ValueError(f"agent {self.name!r}: think effort {self.think.effort!r} "
+                             "contradicts think disabled; set one of them")
         if self.output_type is None:
             return
         if self.output is None:
             object.__setattr__(self, "output", OutputSpec.of_type(self.output_type))
         elif self.output.output_type is not self.output_type:  # (a replace() keeps both)
             raise ValueError(f"agent {self.name!r}: give output or output_type, not both")
+
+    def has_tools(self) -> bool:
+        """Whether the agent offers its model any tool of its own (delegations included)."""
+        return bool(self.tools or self.executors)
+
+    def check_model(self) -> None:
+        """Refuse now, before any run, what this agent would ask of a model that cannot serve
+        it (000 §4.6): tools, its output format, think settings. A model without a preset's
+        capability check (an offline model, a hand-made ``Connection``) is not checked.
+
+        Raises:
+            ConfigError: ``MODEL_CAPABILITY_UNSUPPORTED`` naming the agent, the model, the
+                preset and the capability, and what in the agent needs it.
+        """
+        model = self.model
+        check = model.capability_check if isinstance(model, Connection) else None
+        if check is None:
+            return
+        fmt = self.output.request_format(output_formats(model)) if self.output else "text"
+        request = ModelRequest(messages=(), output_format=fmt, think=self.think)
+        needed = set(capabilities_for(request)) | ({"tools"} if self.has_tools() else set())
+        try:
+            check(needed)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"agent {self.name!r}: {exc.error.message}; remove what needs it from the "
+                "agent (tools / executors, think settings, output) or choose a model that "
+                "supports it", code=exc.code) from None
 
     def tool_keys(self) -> list[str]:
         """The capability keys of this agent's tools, delegations included."""

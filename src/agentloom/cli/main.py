@@ -1,5 +1,5 @@
 """The ``agentloom`` command (typer): ``run``, ``runs list|show|events|resume|stop|supplement``,
-``worker``, ``init``. Every command takes ``--json``; docs/cli.md is the reference.
+``worker``, ``cleanup``, ``init``. Every command takes ``--json``; docs/cli.md is the reference.
 
 Output discipline: with ``--json`` stdout holds exactly one JSON value and nothing else; logs,
 warnings and error messages always go to stderr. Exit codes are in ``cli.errors``. A command
@@ -43,8 +43,10 @@ from agentloom.cli.views import run_detail, run_summaries
 from agentloom.cli.worker import work
 from agentloom.config import Config, load_config
 from agentloom.errors import redact_secrets
+from agentloom.kernel import Kernel
 from agentloom.store import Store
 from agentloom.store.records import RunRecord, get_run
+from agentloom.workspace.cleanup import CleanupResult
 
 __all__ = ["app", "main"]
 
@@ -146,13 +148,15 @@ def run(
     agent: Annotated[str | None, typer.Option(
         "--agent", "-a", metavar="NAME", help="The agent to run (default: main, else the first).")] = None,
     session: Annotated[str | None, typer.Option(
-        "--session", metavar="ID", help="Continue session ID (its history and persistent folder).")] = None,
+        "--session", metavar="ID", help="Continue session ID (its history and persistent folder); "
+        "refused (SESSION_BUSY) while another run of it has not ended.")] = None,
     workdir: Annotated[Path | None, typer.Option(
         "--workdir", metavar="PATH", help="Work in this existing folder (e.g. your repository): "
         "every file tool beneath it, exec at /work, never deleted. Default: workspace.bind.")
     ] = None,
     wait: Annotated[bool, typer.Option(
-        "--wait", help="If another run works in that folder, wait for it instead of failing.")
+        "--wait", help="If another run works in that folder (--workdir) or holds the session "
+        "(--session), wait for it to end instead of failing.")
     ] = False,
     store: BesideStoreOpt = None,
     as_json: JsonOpt = False,
@@ -358,6 +362,49 @@ _LEFT = {"RELEASE_CHANGED": "it was started with another configuration (RELEASE_
          "LEASE_LOST": "another process took it over (LEASE_LOST)",
          "BACKING_OFF": "it failed lately and waits out its back-off before the next try "
                         "(BACKING_OFF; runs show RUN_ID says why)"}
+
+
+@app.command()
+def cleanup(
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Retry every pending run-end cleanup once, now, and report what each did.
+
+    A cleanup that failed when its run ended (a folder that could not be deleted) is pending;
+    `agentloom worker` retries it with back-off, this command at once, whatever its back-off.
+    Exit 0 when no cleanup is left pending, 1 otherwise.
+    """
+    setup_logging()
+    url = resolve_store_url(store, config)
+    with _store(url, None):  # refuses a store that does not exist, naming it
+        pass
+
+    async def retry() -> list[CleanupResult]:
+        if config is not None:  # its workspace root for jobs that do not record theirs
+            runtime = runtime_from_config(load_config(config), store=url)
+            try:
+                return await runtime.kernel.environment.cleanup.retry_pending(due_only=False)
+            finally:
+                await runtime.aclose()
+        kernel = Kernel(url)
+        try:
+            return await kernel.environment.cleanup.retry_pending(due_only=False)
+        finally:
+            kernel.close()
+
+    results = asyncio.run(retry())
+    pending = [r for r in results if r.state == "pending"]
+    if as_json:
+        print_json({"retried": [r.to_dict() for r in results], "pending": len(pending)})
+    elif not results:
+        say(stdout_console(), "no pending cleanup")
+    else:
+        for r in results:
+            say(stdout_console(), f"run {r.run_id}: cleanup {r.state} (attempt {r.attempts})",
+                f": {'; '.join(r.errors)}" if r.errors else "")
+    raise typer.Exit(EXIT_FAILED if pending else EXIT_OK)
 
 
 # -- controlling runs ------------------------------------------------------------------------

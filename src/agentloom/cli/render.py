@@ -203,6 +203,13 @@ def print_run_detail(console: Console, run: dict[str, Any]) -> None:
             f"  failed {failures['count']} time(s) in a row ({failures['total']} in all); "
             f"a worker tries again after {_when(failures['retry_at'])}: "
             f"{last['code']}: {_short(last['message'])}", "red"), highlight=False)
+    cleanup = run.get("cleanup")
+    if cleanup and cleanup["pending"]:
+        console.print(plain(
+            f"  cleanup pending: its folders are not deleted yet ({cleanup['attempts']} "
+            f"attempt(s)); agentloom worker tries again after {_when(cleanup['next_try'])}, "
+            f"agentloom cleanup at once: {_short(cleanup['last_error'])}", "yellow"),
+            highlight=False)
     console.print(Text(f"\n{len(run['operations'])} operation(s)", style="bold"))
     for i, op in enumerate(run["operations"], start=1):
         console.print(_operation(i, op), soft_wrap=True)

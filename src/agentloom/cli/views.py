@@ -8,6 +8,11 @@ executed, and the raw result beside the effective one. Runs and operations are r
 records (``store.records``) and an operation's data decoded with
 ``pipeline.records.OperationState``, never by hand.
 
+Cleanup: ``cleanup`` is the run's run-end cleanup job (000 §7.4) — ``pending`` (a failure
+left it to be retried by ``agentloom worker`` or ``agentloom cleanup``), ``state``,
+``attempts``, ``last_error`` and ``next_try`` (when a worker tries it again) — or null when
+the run has none (it has not ended).
+
 Usage: a model operation's ``usage`` is the token counts its provider reported with the raw
 response (``null`` fields: not reported); ``duration_s`` of an operation is the time its
 Attempts ran; a run's ``usage`` sums its model operations (the whole run tree's, compaction
@@ -26,8 +31,8 @@ from agentloom.results import ToolResult
 from agentloom.store import Store
 from agentloom.store.records import OperationRecord, RunRecord, get_run, operations, runs
 
-__all__ = ["TASK_EXCERPT", "USAGE_FIELDS", "excerpt", "operation_detail", "run_detail",
-           "run_summaries"]
+__all__ = ["TASK_EXCERPT", "USAGE_FIELDS", "cleanup_detail", "excerpt", "operation_detail",
+           "run_detail", "run_summaries"]
 
 TASK_EXCERPT = 120
 USAGE_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens")
@@ -75,8 +80,23 @@ def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
         "steps": run.steps,
         **_run_totals(run, details),
         "warnings": run_warnings(details),
+        "cleanup": cleanup_detail(store, run_id),
         "operations": details,
     }
+
+
+def cleanup_detail(store: Store, run_id: str) -> dict[str, Any] | None:
+    """The run's latest cleanup job as ``runs show`` prints it; None when it has none."""
+    jobs = store.query("cleanup_jobs", {"run_id": run_id}, order_by=("created_at",))
+    if not jobs:
+        return None
+    pending = [j for j in jobs if j["state"] == "pending"]
+    job = (pending or jobs)[-1]
+    data = job["data"] or {}
+    errors = data.get("errors") or []
+    return {"pending": bool(pending), "state": job["state"], "job_id": job["job_id"],
+            "attempts": job["attempts"], "last_error": errors[-1] if errors else None,
+            "next_try": data.get("next_try") if pending else None}
 
 
 HOOK_FAILURES = ("failed", "timed_out", "invalid", "indeterminate")

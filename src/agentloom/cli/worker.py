@@ -4,7 +4,9 @@ A run is *interrupted* when its status is still ``running`` but no live lease ho
 process that drove it was killed, or its machine went away). Every ``poll`` seconds the worker
 resumes those of its configuration (``Runtime.resume_interrupted``: a conditional claim, so a
 run some live process drives is never taken, and two workers never take the same run) and
-reports each as it finishes. Ctrl-C / SIGTERM stops the sweeping; the runs in flight are
+reports each as it finishes. Each sweep first tries again the cleanup jobs whose back-off is
+over (a run-end deletion that failed, 000 §7.4; ``workspace.cleanup``), and reports each.
+Ctrl-C / SIGTERM stops the sweeping; the runs in flight are
 finished first (a second signal quits at once: they stay interrupted, for the next worker).
 """
 
@@ -13,28 +15,38 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentloom.agent import RunResult, Runtime
+from agentloom.workspace.cleanup import CleanupResult
 
 __all__ = ["WorkerReport", "work"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
 class WorkerReport:
-    """What ``agentloom worker`` did: the runs it finished and, per run id, why a run was left
-    for another worker (lease held elsewhere, back-off not over, …)."""
+    """What ``agentloom worker`` did: the runs it finished, per run id why a run was left
+    for another worker (lease held elsewhere, back-off not over, …), and the cleanup jobs it
+    tried again."""
 
     finished: list[RunResult] = field(default_factory=list)
     left: dict[str, str] = field(default_factory=dict)  # run id -> why it was not taken
+    cleanups: list[CleanupResult] = field(default_factory=list)
 
 
 async def work(runtime: Runtime, *, once: bool, poll_s: float,
                on_finished: Callable[[RunResult], None],
-               on_left: Callable[[str, str], None]) -> WorkerReport:
-    """Sweep for interrupted runs until stopped (``once``: one sweep, then its runs' ends)."""
+               on_left: Callable[[str, str], None],
+               on_cleanup: Callable[[CleanupResult], None] = lambda result: None) -> WorkerReport:
+    """Sweep for interrupted runs until stopped (``once``: one sweep, then its runs' ends).
+
+    Each sweep first retries the pending cleanup jobs that are due (their back-off, recorded
+    on the job, is over) and passes each result to ``on_cleanup``."""
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     report = WorkerReport()
@@ -56,8 +68,16 @@ async def work(runtime: Runtime, *, once: bool, poll_s: float,
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stopping.set)
+    cleanup = runtime.kernel.environment.cleanup
+    cleanup.backoff = True  # the runtime's own sweep waits out each job's back-off too
     try:
         while True:
+            for retried in await cleanup.retry_pending():
+                report.cleanups.append(retried)
+                if retried.state == "pending":  # stderr: the job waits for its next try
+                    logger.warning("the cleanup of run %s failed again (attempt %d): %s",
+                                   retried.run_id, retried.attempts, "; ".join(retried.errors))
+                on_cleanup(retried)
             taken, left = await runtime.resume_interrupted()
             for handle in taken:
                 result = asyncio.ensure_future(handle.result())

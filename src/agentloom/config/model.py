@@ -23,6 +23,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -133,14 +134,36 @@ class ConnectionConfig(_Strict):
     api_key_env: Annotated[str, AfterValidator(_env_name)] | None = None
 
 
+ThinkSetting = Literal["on", "off", "low", "medium", "high"]
+"""``model.think``: reasoning ``on`` / ``off`` (the preset's ``think_toggle``) or an effort
+``low`` / ``medium`` / ``high`` (its ``think_effort``)."""
+THINK_SETTINGS: tuple[str, ...] = ("on", "off", "low", "medium", "high")
+
+
+def _think_setting(value: Any) -> Any:
+    # YAML 1.1 reads a bare on / off (and yes / no) as a boolean
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if not isinstance(value, str) or value not in THINK_SETTINGS:
+        raise ValueError(f"must be one of {', '.join(THINK_SETTINGS)} (got {shown(value)}): on / "
+                         "off switch reasoning, low / medium / high set its effort")
+    return value
+
+
 class ConnectionModelChoice(_Strict):
-    """Model ``name`` served through connection ``connection``."""
+    """Model ``name`` served through connection ``connection``.
+
+    ``think`` (default: not sent, the provider's default) and ``max_output_tokens`` (default:
+    not sent) go into every request of the agent, mapped by the connection's preset; a setting
+    the preset cannot send for this model is refused when the runtime is built."""
 
     connection: str
     name: str = Field(min_length=1)
     window: StrictInt | None = Field(default=None, ge=1)
     output_limit: StrictInt | None = Field(default=None, ge=1)
     variant: str | None = Field(default=None, min_length=1)
+    think: Annotated[ThinkSetting, BeforeValidator(_think_setting)] | None = None
+    max_output_tokens: StrictInt | None = Field(default=None, ge=1)
 
 
 class TestModelChoice(_Strict):
@@ -526,6 +549,13 @@ def _model_problems(
             and not leaves_input_room(choice.window, choice.output_limit)):
         problems.append(Problem(f"{at}.output_limit", f"must be less than window ({choice.window}) to leave "
                                 f"room for input (got {choice.output_limit})"))
+    limit = choice.max_output_tokens
+    if limit is not None and choice.window is not None and not leaves_input_room(choice.window, limit):
+        problems.append(Problem(f"{at}.max_output_tokens", f"must be less than window ({choice.window}) "
+                                f"to leave room for input (got {limit})"))
+    elif limit is not None and choice.output_limit is not None and limit > choice.output_limit:
+        problems.append(Problem(f"{at}.max_output_tokens", f"must not exceed output_limit "
+                                f"({choice.output_limit}), the model's output limit (got {limit})"))
 
 
 def _duplicates(entries: tuple[str, ...], at: str, problems: list[Problem]) -> None:

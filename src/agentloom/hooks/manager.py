@@ -8,17 +8,21 @@ hook runs.
 
 Each hook runs in a task of its own, so nothing its code does reaches the caller::
 
-    caller ── waits (timeout_s, the run's stop) ──► hook task: runner.run → parse_decision
+    caller ── waits min(timeout_s, time left to the run deadline), until the run's stop
+      │        ──► hook task: runner.run → parse_decision
       │ any exception the hook raises — even SystemExit, KeyboardInterrupt or its own
       │ CancelledError — is returned by the hook task, never raised: ``failed``
-      │ timeout: the hook task is cancelled and not waited for: ``timed_out``
-      │ the run stopped: the hook task is cancelled and not waited for: ``abandoned``
+      │ its own timeout: the hook task is cancelled and not waited for: ``timed_out``
+      │ the run deadline or the run's stop (000 §5.5: they always come first): the hook task
+      │ is cancelled and not waited for, its late decision discarded: ``abandoned``,
+      │ ``ended_by`` ``run_deadline`` / ``stop`` (a hook is not started once either is reached)
       ▼ the caller's own task cancelled (the runtime stopping): cancels the hook, re-raised
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
@@ -37,17 +41,22 @@ from agentloom.hooks.spec import HookSpec, Timing, config_version
 
 DIAGNOSTIC_LIMIT = 500  # characters of a hook's exception message kept in its diagnostic
 
-Settled = Literal["done", "timed_out", "stopped"]
-"""What ended the wait for a hook: it ended, its timeout, or the run's stop."""
+Settled = Literal["done", "timed_out", "run_deadline", "stopped"]
+"""What ended the wait for a hook: it ended, its timeout, the run deadline, or the run's stop."""
+
+EndedBy = Literal["run_deadline", "stop"]
+"""Why the run gave up on an ``abandoned`` hook: the run deadline passed, or the run stopped."""
 
 
 @dataclass(frozen=True, slots=True)
 class HookRun:
-    """The result of running one hook: a parsed decision, or why there is none."""
+    """The result of running one hook: a parsed decision, or why there is none;
+    ``ended_by`` says what made the run give up on an ``abandoned`` hook."""
 
     status: ExecutionStatus
     decision: ParsedDecision | None
     diagnostic: str | None
+    ended_by: EndedBy | None = None
 
 
 class HookManager:
@@ -118,28 +127,43 @@ class HookManager:
         return self._runners[kind]
 
     async def run(
-        self, spec: HookSpec, event: Mapping[str, Any], *, cancel: CancelToken | None = None
+        self, spec: HookSpec, event: Mapping[str, Any], *, cancel: CancelToken | None = None,
+        deadline: float | None = None,
     ) -> HookRun:
         """Run one hook on ``event`` (the pipeline's event mapping, or a ``HookEvent``), given
         to it as a ``HookEvent`` with read-only nested values. Whatever its code does — raises
         anything, returns no valid decision, runs past its timeout — is a *hook failure*
-        (fail-open for this hook only), reported in the returned status. When ``cancel`` (the
-        run's stop) is set before or while the hook runs, the hook is ``abandoned``: not
-        started, or no longer waited for.
+        (fail-open for this hook only), reported in the returned status.
+
+        The stop and the run deadline come first (000 §5.5): the hook is waited for at most
+        min(its ``timeout_s``, the time left to ``deadline``, a ``time.time()`` epoch), and no
+        longer once ``cancel`` (the run's stop) is set. When either is reached before or while
+        the hook runs, the hook is ``abandoned`` — not started, or cancelled and no longer
+        waited for, its late decision discarded — with ``ended_by`` saying which.
 
         Only the cancellation of the calling task itself propagates (the runtime's own).
         """
         if cancel is not None and cancel.is_set:
             return HookRun("abandoned", None, f"the run was stopped ({cancel.reason}) before "
-                           f"hook {spec.hook_id!r} ran; it was not run")
+                           f"hook {spec.hook_id!r} ran; it was not run", "stop")
+        wait = spec.timeout_s
+        why_late: Settled = "timed_out"
+        if deadline is not None:
+            left = deadline - time.time()
+            if left <= 0:
+                return HookRun("abandoned", None, f"the run deadline had passed before hook "
+                               f"{spec.hook_id!r} ran; it was not run", "run_deadline")
+            if left < wait:
+                wait, why_late = left, "run_deadline"
         runner = self._runners[spec.handler.kind]
         frozen = HookEvent.from_mapping(event)
         loop = asyncio.get_running_loop()
         task = loop.create_task(_contained(lambda: runner.run(spec, frozen)))
-        # One future settled by whichever comes first: the hook ends, its timeout, the stop.
+        # One future settled by whichever comes first: the hook ends, its timeout or the run
+        # deadline (whichever is sooner), the stop.
         settled: asyncio.Future[Settled] = loop.create_future()
         task.add_done_callback(lambda _: _settle(settled, "done"))
-        timer = loop.call_later(spec.timeout_s, _settle, settled, "timed_out")
+        timer = loop.call_later(wait, _settle, settled, why_late)
         remove = None if cancel is None else cancel.add_callback(
             lambda: _settle(settled, "stopped"))
         try:
@@ -155,7 +179,14 @@ class HookManager:
             case "stopped":
                 self._give_up(task)
                 return HookRun("abandoned", None, f"the run was stopped ({_reason(cancel)}) "
-                               f"while hook {spec.hook_id!r} ran; it was not waited for")
+                               f"while hook {spec.hook_id!r} ran; it was cancelled, not waited "
+                               "for, and any late decision is discarded", "stop")
+            case "run_deadline":
+                self._give_up(task)
+                return HookRun("abandoned", None, f"the run deadline passed after {wait:.3g}s "
+                               f"while hook {spec.hook_id!r} ran (its own timeout is "
+                               f"{spec.timeout_s}s); it was cancelled, not waited for, and any "
+                               "late decision is discarded", "run_deadline")
             case "timed_out":
                 self._give_up(task)
                 return HookRun("timed_out", None,

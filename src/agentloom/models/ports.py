@@ -15,7 +15,7 @@ pipeline's ``AttemptContext``; durations are seconds.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, TypeAlias
@@ -91,7 +91,10 @@ class Connection:
     in error messages. ``config_name`` (the config's name for this connection) and
     ``api_key_env`` (the variable the key was read from) let a failure point back to the
     config: a refused connection names both and the base URL, a 401 / 403 the variable.
-    The API key never appears in ``repr``.
+    ``capability_check`` (set by a preset, ``None`` otherwise) raises ``ConfigError``
+    ``MODEL_CAPABILITY_UNSUPPORTED`` for capabilities this model cannot serve (``tools``,
+    ``json_schema`` / ``json_object``, ``think_toggle``, ``think_effort``): the runtime calls it
+    when it is built, before any run (000 §4.6). The API key never appears in ``repr``.
     """
 
     base_url: str
@@ -115,6 +118,8 @@ class Connection:
     name: str | None = None
     config_name: str | None = None
     api_key_env: str | None = None
+    capability_check: Callable[[Iterable[str]], None] | None = field(
+        default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.protocol not in ("chat", "responses"):

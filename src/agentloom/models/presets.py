@@ -374,8 +374,9 @@ class Preset:
     def connection_kwargs(self, model: str) -> dict[str, Any]:
         """Keyword arguments for ``models.ports.Connection`` that make it speak this preset for
         ``model``: protocol, body builder, per-Attempt reasoning extractor, usage / finish /
-        status mappers, ``stream_options`` and the structured output formats it can send
-        (``output_formats``). The caller adds ``base_url``, ``api_key`` (from
+        status mappers, ``stream_options``, the structured output formats it can send
+        (``output_formats``) and the capability check (``capability_check``, ``Preset.check``
+        for ``model``). The caller adds ``base_url``, ``api_key`` (from
         ``endpoint(variant)``) and ``model``."""
         preset = self.for_model(model)
         kwargs: dict[str, Any] = {
@@ -390,6 +391,7 @@ class Preset:
             if preset.request.stream_usage == "include_usage"
             else None,
             "output_formats": preset.capabilities & STRUCTURED_FORMATS,
+            "capability_check": lambda capabilities: self.check(capabilities, model=model),
         }
         if preset.request.max_tokens_param in ("max_tokens", "max_completion_tokens"):
             kwargs["max_tokens_param"] = preset.request.max_tokens_param

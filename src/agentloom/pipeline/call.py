@@ -32,6 +32,7 @@ from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.catalog import CapabilitySpec
 from agentloom.context.manager import call_record_id
 from agentloom.errors import CatalogError, OperationError, RevisionConflict
+from agentloom.hooks.manager import EndedBy
 from agentloom.hooks.spec import HookSpec
 from agentloom.pipeline import crashpoints
 from agentloom.pipeline.attempt import run_attempt, sleep_unless_cancelled
@@ -215,16 +216,25 @@ class Call:
                                  crash_after="hook_committed")
 
     async def stopped(self, hook: HookSpec, position: int, timing: str,
-                      record: dict[str, Any]) -> OperationResult:
-        """The run was stopped while ``hook`` ran (or before it could): the hook is recorded
-        ``abandoned`` and the call ends ``cancelled`` — before execution nothing ran; after
-        it, the raw result is kept and no effective result is saved."""
+                      record: dict[str, Any], *, by: EndedBy = "stop") -> OperationResult:
+        """The run was stopped (``by`` ``stop``) or reached its deadline (``run_deadline``)
+        while ``hook`` ran, or before it could: the hook is recorded ``abandoned`` and the call
+        ends ``cancelled`` (``RUN_STOPPED``) or ``failed`` (``RUN_DEADLINE_EXCEEDED``; ``unknown``
+        when the raw result's effect is unknown), as an Attempt would (000 §3.3, §5.5) — before
+        execution nothing ran; after it, the raw result is kept and no effective result is
+        saved."""
         state = self.state
         stop = self.request.context.cancel.reason
         record["cursor"] = None
         ops: list[Op] = [hook_row(state.operation_id, timing, position, hook_id=hook.hook_id,
                                   status="abandoned", data=record)]
         state.cursor = None
+        if by == "run_deadline":
+            error = self._out_of_time(timing)
+            # after an Attempt the deadline cut short (its raw result ``unknown``), still unknown
+            outcome: Outcome = "unknown" if error.external_outcome == "unknown" else "failed"
+            return await self.finish(outcome, None, error=error, pending=ops,
+                                     crash_after="hook_committed")
         if timing == "before":
             error = OperationError(
                 code="RUN_STOPPED", category="cancelled",
@@ -239,6 +249,20 @@ class Call:
                 external_outcome=raw_error["external_outcome"] if raw_error else "known")
         return await self.finish("cancelled", None, error=error, pending=ops,
                                  crash_after="hook_committed")
+
+    def _out_of_time(self, timing: str) -> OperationError:
+        """The error of a call whose hook wait the run deadline ended (000 §3.3)."""
+        if timing == "before":
+            return OperationError(
+                code="RUN_DEADLINE_EXCEEDED", category="timeout", phase="hooks",
+                message="the run deadline passed while the call's before-hooks ran; "
+                "the call did not run", external_outcome="not_started")
+        raw_error = (self.state.raw or {}).get("error")
+        return OperationError(
+            code="RUN_DEADLINE_EXCEEDED", category="timeout", phase="deliver",
+            message="the run deadline passed while the call's after-hooks ran; "
+            "it had run, and its result was not delivered",
+            external_outcome=raw_error["external_outcome"] if raw_error else "known")
 
     async def finish(
         self, outcome: Outcome, result: ToolResult | None, *,

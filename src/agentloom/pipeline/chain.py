@@ -4,8 +4,11 @@ Each hook runs on a read-only event; its decision and normalised change set are
 validated, applied and committed with the advanced cursor before the next hook
 runs. A deny ends the chain. A patch is checked against the hook point's shape
 (the payload against the capability's input schema, a result against the result's
-form) before it is used. A stop of the run while a hook runs ends the chain: the
-hook is ``abandoned`` and the call ``cancelled``. After a crash, a hook that
+form) before it is used. The stop and the run deadline come first (000 §5.5): each hook
+is waited for at most min(its timeout, the time left to the run deadline); a stop or the
+deadline before or while a hook runs ends the chain, the hook ``abandoned`` (its late
+decision discarded, ``ended_by`` recorded) and the call ``cancelled`` (stop) or failed with
+``RUN_DEADLINE_EXCEEDED`` (deadline). After a crash, a hook that
 started without a committed decision is ``indeterminate``: recorded, not run
 again, fail-open. A hook with ``on_failure: deny`` that fails, times out, returns no
 valid decision, has its patch dropped or is ``indeterminate`` denies the call instead.
@@ -78,14 +81,17 @@ class HookChain:
         for position in range(start, len(self.hooks)):
             hook = self.hooks[position]
             event = self._event()
-            run = await manager.run(hook, event, cancel=call.request.context.cancel)
+            ctx = call.request.context
+            run = await manager.run(hook, event, cancel=ctx.cancel, deadline=ctx.deadline)
             record: dict[str, Any] = {
                 "hook_id": hook.hook_id, "config_version": manager.version,
                 "input_version": state.payload_version, "status": run.status,
                 "diagnostic": run.diagnostic,
             }
             if run.status == "abandoned":
-                return await call.stopped(hook, position, timing, record)
+                record["ended_by"] = run.ended_by
+                return await call.stopped(hook, position, timing, record,
+                                          by=run.ended_by or "stop")
             if run.status in FAILURE_STATUSES and hook.on_failure == "deny":
                 return await self._deny_on_failure(hook, position, record,
                                                    run.diagnostic or run.status)

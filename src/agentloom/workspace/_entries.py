@@ -252,25 +252,31 @@ def _kind_of(st: os.stat_result) -> EntryKind:
 
 
 def _check_entry(
-    b: Beneath, dir_fd: int, name: str, rel: RelPath, expected: str | None
+    b: Beneath, dir_fd: int, name: str, rel: RelPath, expected: str | None, verb: str
 ) -> tuple[os.stat_result, EntryKind]:
-    """Checks shared by move and delete: it exists, is ours to change, and matches ``if_match``."""
+    """Checks shared by move and delete: it exists, is ours to change, and — a file — matches
+    ``if_match``, which a file must have (000 §7.3); a folder or link has no etag and takes none."""
     st = entry_stat(dir_fd, name, rel)
     if st is None:
         raise WorkspaceError("NOT_FOUND", f"{shown(rel.display)} does not exist; list the folder to check")
     kind = _kind_of(st)
     if rel.trailing_slash and kind != "dir":
         raise WorkspaceError("NOT_A_DIRECTORY", f"{shown(rel.display + '/')} ends with '/' but is a {kind}")
-    if expected is not None:
-        if kind != "file":
+    if expected is not None and kind != "file":
+        raise WorkspaceError(
+            "INVALID_ARGUMENTS", f"if_match applies to files and {shown(rel.display)} is a {kind}"
+        )
+    if kind == "file":
+        require_file(b, st, rel)
+        if expected is None:
             raise WorkspaceError(
-                "INVALID_ARGUMENTS", f"if_match applies to files and {shown(rel.display)} is a {kind}"
+                "ETAG_REQUIRED",
+                f"to {verb} a file you need if_match: read {shown(rel.display)} and pass the etag it "
+                "returned, so you never act on a version you have not seen",
             )
         cur = load_file(b, dir_fd, name, rel)
         assert cur is not None
         check_etag(cur, expected, rel)
-    if kind == "file":
-        require_file(b, st, rel)
     elif kind == "dir":
         b.check_device(st, rel)
         b.check_not_lock_dir(st, rel)
@@ -289,7 +295,7 @@ def move_entry(
         try:
 
             def check() -> tuple[os.stat_result, EntryKind]:
-                st, kind = _check_entry(b, sfd, sname, src, expected)
+                st, kind = _check_entry(b, sfd, sname, src, expected, "move")
                 if dst.trailing_slash and kind != "dir":
                     raise WorkspaceError(
                         "NOT_A_DIRECTORY", f"dst ends with '/' but {shown(src.display)} is a {kind}"
@@ -378,7 +384,7 @@ def delete_entry(
     try:
 
         def check() -> tuple[EntryKind, int]:
-            _, kind = _check_entry(b, dir_fd, name, rel, expected)
+            _, kind = _check_entry(b, dir_fd, name, rel, expected, "delete")
             if kind != "dir":
                 return kind, 1
             try:

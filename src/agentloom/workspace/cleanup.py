@@ -7,6 +7,15 @@ result is recorded. Anything that fails — an unconfirmed revocation, an entry 
 be deleted — leaves a retryable cleanup job and is never raised: the run has already
 ended. Folders are deleted iteratively through descriptors (``_rmtree``), whatever their
 depth. Nothing here runs hooks, so no hook can skip it. Persistent folders stay.
+
+A pending job is tried again by ``retry_pending`` (``agentloom worker`` on each sweep,
+``agentloom cleanup`` once). Its back-off is exponential with a cap and recorded on the job
+(``data.next_try``), so every process that sweeps the store waits for the same moment. The
+job also records the absolute workspace root its folders are under (``data.root``), so any
+process of the machine retries it, whatever root its own configuration names.
+
+Owns: ending a run's folders, the cleanup jobs and their back-off, deleting an owner's
+folders. Does not own: when a run ends (the kernel) nor how a tree is removed (``_rmtree``).
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from agentloom.ids import new_id
@@ -33,6 +43,17 @@ class Receipt(Protocol):
 Revoker = Callable[[str, int], Awaitable[Receipt]]
 Notifier = Callable[[str, dict[str, Any]], None]
 
+BACKOFF_FIRST_S = 10.0
+"""Seconds before the first retry of a failed cleanup; doubled after each failed attempt."""
+BACKOFF_CAP_S = 3600.0
+"""The longest wait between two attempts of one cleanup job."""
+
+
+def backoff_s(attempts: int) -> float:
+    """Seconds to wait after the ``attempts``-th failed attempt: 10 s, 20 s, 40 s, … at most
+    an hour."""
+    return min(BACKOFF_CAP_S, BACKOFF_FIRST_S * 2.0 ** min(max(attempts - 1, 0), 32))
+
 
 @dataclass(frozen=True, slots=True)
 class CleanupResult:
@@ -45,6 +66,15 @@ class CleanupResult:
     deleted: tuple[str, ...] = ()
     kept: tuple[str, ...] = ()
     errors: tuple[str, ...] = field(default=())
+    attempts: int = 1
+    next_try: float | None = None  # when a pending job is due again (epoch seconds)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as ``agentloom cleanup --json`` and ``agentloom worker --json`` print it."""
+        return {"run_id": self.run_id, "job_id": self.job_id, "state": self.state,
+                "attempts": self.attempts, "deleted": list(self.deleted),
+                "kept": list(self.kept), "errors": list(self.errors),
+                "next_try": self.next_try}
 
 
 class RunCleanup:
@@ -55,15 +85,21 @@ class RunCleanup:
     Runs no hooks, so no hook can skip it. Does not delete persistent or bound folders."""
 
     def __init__(self, scopes: WorkspaceStore, *, revoke: Revoker | None = None,
-                 notify: Notifier | None = None) -> None:
+                 notify: Notifier | None = None, backoff: bool = False) -> None:
         self.scopes = scopes
         self.revoke = revoke
         self.notify = notify
+        self.backoff = backoff
+        """Whether ``retry_pending`` waits out each job's back-off by default (the worker
+        sets it); off, every pending job is tried on each call."""
 
     async def end_run(self, run_id: str, lease_epoch: int, *, fence: Fence | None = None,
                       job_id: str | None = None) -> CleanupResult:
         """Revoke, announce, delete the run's non-persistent folders, record the result."""
         job_id = job_id or new_id()
+        previous = self.scopes.store.get("cleanup_jobs", {"job_id": job_id})
+        recorded = (previous["data"] or {}).get("root") if previous else None
+        root = Path(recorded) if recorded else self.scopes.root
         run_scopes = [s for s in self.scopes.scopes_for_run(run_id) if s.state != "deleted"]
         errors: list[str] = []
         try:
@@ -86,13 +122,16 @@ class RunCleanup:
                 pass
         deleted: list[str] = []
         kept: list[str] = []
+        if not errors and not _same(root, self.scopes.root) and not root.is_dir():
+            errors.append("the workspace root of this job is not on this machine; retry it "
+                          "where the run ran")
         if not errors:
             for scope in run_scopes:
                 if scope.persistent:
                     kept.append(scope.workspace_scope_id)
                     continue
                 try:  # .../runs/<run>/work: the whole run folder goes
-                    remove_tree(self.scopes.path(scope).parent)
+                    remove_tree(_folder(self.scopes, scope, root).parent)
                     deleted.append(scope.workspace_scope_id)
                 except Exception as exc:  # the run has ended: a failure is a job, never raised
                     errors.append(f"deleting scope {scope.workspace_scope_id}: {_reason(exc)}")
@@ -100,24 +139,41 @@ class RunCleanup:
         now = time.time()
         ops: list[Put] = [Put("workspace_scopes", {"workspace_scope_id": sid, "state": "deleted",
                                                    "updated_at": now}) for sid in deleted]
-        previous = self.scopes.store.get("cleanup_jobs", {"job_id": job_id})
         attempts = int(previous["attempts"]) + 1 if previous else 1
+        next_try = now + backoff_s(attempts) if errors else None
         ops.append(Put("cleanup_jobs", {
             "job_id": job_id, "run_id": run_id, "state": state, "attempts": attempts,
             "created_at": previous["created_at"] if previous else now, "updated_at": now,
             "data": {"lease_epoch": lease_epoch, "deleted": deleted, "kept": kept,
-                     "errors": errors}}))
+                     "errors": errors, "root": str(root.absolute()),
+                     "next_try": next_try}}))
         await self.scopes.coordinator.commit(WriteSet(tuple(ops)))
-        return CleanupResult(run_id, job_id, state, tuple(deleted), tuple(kept), tuple(errors))
+        return CleanupResult(run_id, job_id, state, tuple(deleted), tuple(kept), tuple(errors),
+                             attempts=attempts, next_try=next_try)
 
-    async def retry_pending(self) -> list[CleanupResult]:
-        """Run every cleanup job that has not finished yet (a worker calls this periodically)."""
+    async def retry_pending(self, *, due_only: bool | None = None,
+                            now: float | None = None) -> list[CleanupResult]:
+        """Try the pending cleanup jobs again, oldest first, and return what each did.
+
+        ``due_only`` (default: ``self.backoff``; the worker's sweep) skips a job whose
+        back-off is not over (``data.next_try`` after ``now``); ``agentloom cleanup`` passes
+        ``False`` to try every pending job at once. A job that fails again waits twice as long
+        before its next due try, at most ``BACKOFF_CAP_S``.
+        """
+        wait = self.backoff if due_only is None else due_only
+        moment = time.time() if now is None else now
         results = []
-        for job in self.scopes.store.query("cleanup_jobs", {"state": "pending"},
-                                           order_by=("created_at",)):
+        for job in self.pending_jobs():
+            if wait and float((job["data"] or {}).get("next_try") or 0.0) > moment:
+                continue
             results.append(await self.end_run(job["run_id"], int(job["data"]["lease_epoch"]),
                                               job_id=job["job_id"]))
         return results
+
+    def pending_jobs(self) -> list[dict[str, Any]]:
+        """The ``cleanup_jobs`` rows still ``pending``, oldest first."""
+        return self.scopes.store.query("cleanup_jobs", {"state": "pending"},
+                                       order_by=("created_at",))
 
     async def delete_owner(self, owner: OwnerRef) -> list[str]:
         """Delete an owner's folders: every scope of it is revoked and marked deleted, and its
@@ -138,6 +194,17 @@ class RunCleanup:
             owners = "workflows" if owner.kind == "workflow" else "agents"
             remove_tree(self.scopes.root / owners / str(root["file_root_id"]))
         return [s.workspace_scope_id for s in scopes]
+
+
+def _folder(scopes: WorkspaceStore, scope: WorkspaceScope, root: Path) -> Path:
+    """The host folder of ``scope`` under the job's workspace ``root``."""
+    if scope.bound_path is not None:
+        return Path(scope.bound_path)
+    return scopes.path(scope) if _same(root, scopes.root) else root / scope.relative_path
+
+
+def _same(a: Path, b: Path) -> bool:
+    return a.absolute() == b.absolute()
 
 
 def _reason(exc: Exception) -> str:

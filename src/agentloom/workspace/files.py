@@ -150,7 +150,14 @@ def read_file(b: Beneath, raw: object, *, offset: object, limit: object) -> File
         data = read_all(fd, rel)
     finally:
         os.close(fd)
-    text = decode_text(data, rel)
+    try:
+        text = decode_text(data, rel)
+    except WorkspaceError as exc:  # still give its etag: moving or deleting it needs one
+        etag = etag_of(data)
+        raise WorkspaceError(
+            "BINARY_FILE", f"{exc.error.message}; its etag is {etag} (if_match to move or delete it)",
+            details={"etag": etag, "size": len(data)},
+        ) from None
     if start > len(text):
         raise WorkspaceError(
             "INVALID_ARGUMENTS",

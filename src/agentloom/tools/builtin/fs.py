@@ -21,6 +21,8 @@ from agentloom.workspace.service import WorkspaceHandle, WorkspaceService
 _S: dict[str, Any] = {"type": "string"}
 _I: dict[str, Any] = {"type": "integer", "minimum": 0}
 _ETAG: dict[str, Any] = {"type": "string", "description": "the etag you read; required to replace"}
+_ENTRY_ETAG: dict[str, Any] = {"type": "string",
+                               "description": "the etag you read; required for a file, none for a folder"}
 
 
 def _obj(required: list[str], **props: Any) -> dict[str, Any]:
@@ -52,10 +54,14 @@ SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
                 _obj(["pattern"], pattern=_S, paths={"type": "array", "items": _S},
                      literal={"type": "boolean"}, limit={**_I, "minimum": 1})),
     "fs.mkdir": ("Create a folder.", _obj(["path"], path=_S, parents={"type": "boolean"})),
-    "fs.move": ("Move or rename; never overwrites.", _obj(["src", "dst"], src=_S, dst=_S,
-                                                          if_match=_ETAG)),
-    "fs.delete": ("Delete a file or folder (recursive only when asked).",
-                  _obj(["path"], path=_S, if_match=_ETAG, recursive={"type": "boolean"})),
+    "fs.move": ("Move or rename a file or folder; never overwrites. A file needs if_match = "
+                "the etag you read (a folder takes none).",
+                _obj(["src", "dst"], src=_S, dst=_S, if_match=_ENTRY_ETAG)),
+    "fs.delete": ("Delete a file or folder. A file needs if_match = the etag you read; a folder "
+                  "takes none, and one that is not empty needs recursive true.",
+                  _obj(["path"], path=_S, if_match=_ENTRY_ETAG,
+                       recursive={"type": "boolean",
+                                  "description": "delete a non-empty folder with everything in it"})),
 }
 
 Op = Callable[[WorkspaceService, WorkspaceHandle, dict[str, Any]], Awaitable[Any]]
