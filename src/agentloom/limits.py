@@ -15,15 +15,25 @@ without importing ``models``::
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from agentloom.errors import ConfigError
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "PLATFORM_OUTPUT_CAP",
+    "CallWindow",
     "LimitSource",
     "Limits",
+    "call_window",
+    "current_window",
+    "fixed_tokens",
     "leaves_input_room",
     "platform_output_reserve",
     "resolve_limits",
@@ -128,3 +138,68 @@ def resolve_limits(
 def _positive(value: int | None, key: str, named: str) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise ConfigError(f"{named}{key} must be a positive integer, not {value!r}")
+
+
+# -- the window of the model call being made ---------------------------------------------
+# ``call_window`` tells the pipeline the window of the model call the current task is making
+# (the agent loop sets it around ``ModelGateway.generate``); ``fixed_tokens`` measures the part
+# of a model payload compaction can never shorten. With them a before-hook's patch that adds
+# fixed material which cannot fit is refused (000 §5.2.5); without a window nothing is checked.
+
+CHARS_PER_TOKEN = 3
+"""The pessimistic offline estimate: one token per three characters of the JSON sent (the
+same rule as ``agent.compaction.estimate_tokens``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallWindow:
+    """W and O of one model call, in tokens; the input may use ``window - output_reserve``."""
+
+    window: int
+    output_reserve: int
+
+    @property
+    def input_limit(self) -> int:
+        return self.window - self.output_reserve
+
+
+_window: ContextVar[CallWindow | None] = ContextVar("agentloom_call_window", default=None)
+
+
+@contextmanager
+def call_window(window: int, output_reserve: int) -> Iterator[CallWindow]:
+    """Within this block, the model calls this task makes have window ``window`` and output
+    reserve ``output_reserve`` (the agent's resolved budget)."""
+    value = CallWindow(window, output_reserve)
+    token = _window.set(value)
+    try:
+        yield value
+    finally:
+        _window.reset(token)
+
+
+def current_window() -> CallWindow | None:
+    """The window ``call_window`` set for this task's model call, else ``None`` (unknown)."""
+    return _window.get()
+
+
+def _chars(part: Any) -> int:
+    return len(json.dumps(part, ensure_ascii=False))
+
+
+def fixed_tokens(messages: Sequence[Any], tools: Sequence[Any] = ()) -> int:
+    """The estimated tokens of a model payload's ``messages`` and ``tools`` that compaction
+    keeps whatever happens: every tool definition, every message but an assistant or tool
+    message after the leading system / user messages and before the latest assistant turn
+    (the rule of ``agent.compaction.plan_compaction``)."""
+    roles = [m.get("role") if isinstance(m, Mapping) else None for m in messages]
+    start = 0
+    while start < len(roles) and roles[start] in ("system", "user"):
+        start += 1
+    end = max((i for i, r in enumerate(roles) if r == "assistant"), default=-1)
+    chars = sum(_chars(t) for t in tools)
+    for i, (message, role) in enumerate(zip(messages, roles, strict=True)):
+        if start <= i < end and role in ("assistant", "tool"):
+            continue  # what a compaction summary replaces
+        chars += _chars(message)
+    return math.ceil(chars / CHARS_PER_TOKEN)

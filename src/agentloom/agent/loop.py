@@ -37,6 +37,7 @@ it is rebuilt from the committed calls.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -59,6 +60,7 @@ from agentloom.bus import EventBus
 from agentloom.bus.bus import RequestItem
 from agentloom.catalog import CapabilitySpec
 from agentloom.errors import OperationError
+from agentloom.limits import call_window
 from agentloom.models.calls import RESPONSE_INVALID_CODES, parse_arguments
 from agentloom.models.gateway import ModelCallFailed, ModelGateway, model_key
 from agentloom.models.types import Message, ModelRequest, ModelResponse, OutputFormat, ToolDef
@@ -153,7 +155,11 @@ class ReactLoop:
                 if failed is not None:
                     return failed
                 request = model_request(agent, inv.messages, defs, fmt)
-            response = await self._call_model(inv, n, request, emit)
+            # before-hooks of the call see its window: a patch whose fixed material cannot fit
+            # is dropped (000 §5.2.5)
+            with (call_window(budget.window, budget.output_reserve) if budget is not None
+                  else contextlib.nullcontext()):
+                response = await self._call_model(inv, n, request, emit)
             if isinstance(response, LoopOutcome):
                 return response
             if not response.tool_calls:

@@ -300,14 +300,15 @@ class Runtime:
 
     @staticmethod
     def _digest(agents: Sequence[AgentSpec], hooks: Sequence[HookSpec]) -> str:
-        """The release id: a digest of the agents and the compiled hook specs (a callable
+        """The release id: a digest of the agents (their retry policy and limits included, so a
+        resumed run keeps the ones it started with) and the compiled hook specs (a callable
         hook by its ``module:qualname`` ref), so the same code always gives the same id."""
         described = [{
             "name": a.name, "model": _model_identity(a.model), "instructions": a.instructions,
             "description": a.description,
             "tools": a.tool_keys(), "executors": list(a.executors),
             **({"output": a.output.to_dict()} if a.output else {}),
-            **_model_settings(a),
+            **_model_settings(a), **a.policy_settings(),
         } for a in agents]
         raw = sorted_json({"agents": described, "hooks": [h.to_dict() for h in hooks]})
         return "rel-" + hashlib.sha256(raw.encode()).hexdigest()[:16]

@@ -7,7 +7,7 @@ Python. The runtime publishes one release per set of specs; each agent is a role
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from pydantic import BaseModel
@@ -70,7 +70,8 @@ class AgentSpec:
     ``think`` (reasoning on / off / effort) and ``max_output_tokens`` (the output limit sent
     with every request) go into each ``ModelRequest`` the loop makes; the preset maps them onto
     the provider's fields (config ``model.think`` / ``model.max_output_tokens``). ``None``:
-    not sent, the provider's default applies.
+    not sent, the provider's default applies. ``retry`` and ``limits`` are part of the release
+    (``policy_settings``): a run is resumed only with the ones it started with (000 §3.3.1).
     """
 
     name: str
@@ -131,7 +132,33 @@ class AgentSpec:
                 "agent (tools / executors, think settings, output) or choose a model that "
                 "supports it", code=exc.code) from None
 
+    def policy_settings(self) -> dict[str, dict[str, Any]]:
+        """The agent's retry policy and limits for the release id (000 §3.3.1): only the fields
+        that differ from their defaults, under ``retry`` / ``limits`` (a section left at its
+        defaults is absent), so a release that sets none of them keeps the id it had before
+        they became part of it. A run is resumed only by a release with the same ones."""
+        settings: dict[str, dict[str, Any]] = {}
+        for key, part in (("retry", self.retry), ("limits", self.limits)):
+            changed = _non_default(part)
+            if changed:
+                settings[key] = changed
+        return settings
+
     def tool_keys(self) -> list[str]:
         """The capability keys of this agent's tools, delegations included."""
         keys = [t if isinstance(t, str) else t.describe().name for t in self.tools]
         return [*keys, *(delegate_key(e) for e in self.executors)]
+
+
+def _non_default(part: RetryPolicy | Limits) -> dict[str, Any]:
+    """The fields of ``part`` whose value is not the field's default; a whole number given for
+    a float field counts as that float (``100`` and ``100.0`` are one setting)."""
+    changed: dict[str, Any] = {}
+    for f in fields(part):
+        value = getattr(part, f.name)
+        if f.default is not MISSING and value == f.default:
+            continue
+        if "float" in str(f.type) and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        changed[f.name] = value
+    return changed

@@ -42,6 +42,11 @@ class PatchInvalid(AgentLoomError):
         self.message = message
 
 
+HOOK_PATCH_OVER_WINDOW = "HOOK_PATCH_OVER_WINDOW"
+"""A model before-hook's patch adds fixed material (e.g. a long system note) that cannot fit
+the model's window (000 §5.2.5): the hook's whole patch is dropped."""
+
+
 @dataclass(frozen=True, slots=True)
 class PatchOp:
     """One JSON Patch operation (``add`` / ``replace`` / ``remove``) at a JSON Pointer ``path``;

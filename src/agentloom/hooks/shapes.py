@@ -4,7 +4,9 @@ Before execution the payload must stay an object, and the capability's input sch
 the pipeline holds) checks arguments and a model's messages. After execution the result must
 stay what ``ToolResult.to_dict`` writes: ``check_result`` refuses anything else as
 ``HOOK_PATCH_INVALID``, naming the first wrong value, so a wrong type is dropped with the
-hook's patches instead of reaching the code that reads the result.
+hook's patches instead of reaching the code that reads the result. A model call's patched
+payload must still fit the model's window where it adds fixed material (``check_window``,
+000 §5.2.5).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agentloom.hooks.patch import PatchInvalid
+from agentloom.hooks.patch import HOOK_PATCH_OVER_WINDOW, PatchInvalid
+from agentloom.limits import CallWindow, fixed_tokens
 
 _BLOCK_FIELDS = {"text": {"type", "text"}, "json": {"type", "data"},
                  "artifact_ref": {"type", "artifact"}}
@@ -44,6 +47,25 @@ def check_payload(payload: Any) -> None:
     """Raise ``HOOK_PATCH_INVALID`` unless a patched request payload is still an object."""
     if not isinstance(payload, Mapping):
         raise _invalid(f"/payload must stay an object, got {json_type(payload)}")
+
+
+def check_window(before: Mapping[str, Any], after: Mapping[str, Any], window: CallWindow) -> None:
+    """Raise ``HOOK_PATCH_OVER_WINDOW`` when a patched model payload ``after`` adds fixed
+    material (what compaction never shortens: system and user messages, the latest turn, the
+    tools) and that material alone no longer fits ``window``'s input limit. A patch that adds
+    nothing fixed, or whose fixed material fits, passes: the rest is compaction's business."""
+    needed = fixed_tokens(after.get("messages") or (), after.get("tools") or ())
+    if needed <= window.input_limit:
+        return
+    if needed <= fixed_tokens(before.get("messages") or (), before.get("tools") or ()):
+        return  # the patch added no fixed material: not this hook's doing
+    raise PatchInvalid(
+        HOOK_PATCH_OVER_WINDOW,
+        f"the patched model request's fixed material (system and user messages, the latest "
+        f"turn, the tools) needs about {needed} input tokens, more than the "
+        f"{window.input_limit} the window leaves ({window.window} minus "
+        f"{window.output_reserve} reserved for output); compaction cannot shorten it, so the "
+        "patch is dropped")
 
 
 def check_result(result: Any) -> None:

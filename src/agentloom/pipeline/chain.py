@@ -4,7 +4,9 @@ Each hook runs on a read-only event; its decision and normalised change set are
 validated, applied and committed with the advanced cursor before the next hook
 runs. A deny ends the chain. A patch is checked against the hook point's shape
 (the payload against the capability's input schema, a result against the result's
-form) before it is used. The stop and the run deadline come first (000 §5.5): each hook
+form; a model call's payload also against the window set for the call, see
+``hooks.shapes.check_window``) before it is used. The stop and the run deadline come
+first (000 §5.5): each hook
 is waited for at most min(its timeout, the time left to the run deadline); a stop or the
 deadline before or while a hook runs ends the chain, the hook ``abandoned`` (its late
 decision discarded, ``ended_by`` recorded) and the call ``cancelled`` (stop) or failed with
@@ -25,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 from agentloom.context.manager import call_record_id
 from agentloom.errors import CatalogError, RevisionConflict
 from agentloom.hooks.patch import CallRecord, ChangeSet, PatchInvalid, apply_ops, normalise
-from agentloom.hooks.shapes import check_payload, check_result
+from agentloom.hooks.shapes import check_payload, check_result, check_window
 from agentloom.hooks.spec import FAILURE_STATUSES, HookSpec, Timing
+from agentloom.limits import current_window
 from agentloom.pipeline import crashpoints
 from agentloom.pipeline.records import hook_row
 from agentloom.results import OperationResult, ToolResult
@@ -241,6 +244,9 @@ class HookChain:
                     "HOOK_PATCH_INVALID",
                     "patched arguments do not match the schema: " + "; ".join(errors[:3]),
                 )
+            window = current_window() if call.request.event_type == "model" else None
+            if window is not None and changes.ops:
+                check_window(event["payload"], payload, window)
         else:
             check_result(new_doc.get("result"))
             try:
