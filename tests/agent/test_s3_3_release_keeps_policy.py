@@ -13,20 +13,17 @@ server on the real OpenAI wire (127.0.0.1); the run is interrupted by SIGKILL du
 from __future__ import annotations
 
 import json
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.cli.support import (
     SERVER_KEY_ENV,
-    SUBPROCESS_TIMEOUT_S,
     Cli,
     agentloom,
     openai_project,
-    spawn,
 )
-from tests.cli.test_process import _wait_for_exec_started
+from tests.cli.test_process import run_killed_during_exec
 
 from agentloom.agent import AgentSpec, Limits, Runtime
 from agentloom.models.ports import Connection
@@ -60,13 +57,7 @@ def _killed_during_exec(tmp_path: Path, cli: Cli, server: ScriptedOpenAIServer) 
         chat_turn("", tool_calls=[("b1", "no.such_tool", "{}")]),
         chat_turn("answered after a bad turn"))
     config = openai_project(tmp_path / "p", server.base_url, tools=["exec"], extra=ONE_BAD_TURN)
-    proc = spawn("run", str(config), "sleep a while", "--store", cli.store, "--json", cwd=tmp_path)
-    try:
-        run_id = str(_wait_for_exec_started(cli, proc)["run_id"])
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=SUBPROCESS_TIMEOUT_S)
-    return config, run_id
+    return config, run_killed_during_exec(cli, config, tmp_path)
 
 
 @pytest.mark.kill

@@ -90,17 +90,23 @@ def test_cli_runs_stop_cancels_a_run_driven_by_another_process(tmp_path: Path, c
     assert op["status"] in ("cancelled", "unknown")
 
 
+def run_killed_during_exec(cli: Cli, config: Path, cwd: Path,
+                           others: frozenset[str] = frozenset()) -> str:
+    """Start `agentloom run` of ``config`` (whose model calls a long exec) and SIGKILL it once
+    the exec has started; the run's id."""
+    proc = spawn("run", str(config), "sleep a while", "--store", cli.store, "--json", cwd=cwd)
+    try:
+        return str(_wait_for_exec_started(cli, proc, others)["run_id"])
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=SUBPROCESS_TIMEOUT_S)
+
+
 def _killed_during_exec(tmp_path: Path, cli: Cli,
                         others: frozenset[str] = frozenset()) -> tuple[Path, str]:
     """Start `agentloom run` on a long exec and SIGKILL it once the exec has started."""
     config = write_project(tmp_path / "p", SLEEP_TURNS, tools=["exec"])
-    proc = spawn("run", str(config), "sleep a while", "--store", cli.store, "--json", cwd=tmp_path)
-    try:
-        run_id = str(_wait_for_exec_started(cli, proc, others)["run_id"])
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=SUBPROCESS_TIMEOUT_S)
-    return config, run_id
+    return config, run_killed_during_exec(cli, config, tmp_path, others)
 
 
 @pytest.mark.kill

@@ -21,7 +21,7 @@ import pytest
 from agentloom.testing.openai_server import ScriptedOpenAIServer, chat_turn
 
 from .support import SERVER_KEY_ENV, SUBPROCESS_TIMEOUT_S, Cli, agentloom, openai_project, spawn
-from .test_process import _wait_for_exec_started
+from .test_process import _wait_for_exec_started, run_killed_during_exec
 
 
 @pytest.fixture
@@ -42,13 +42,7 @@ def _sleeper(tmp_path: Path, server: ScriptedOpenAIServer) -> Path:
 def _killed_during_exec(tmp_path: Path, cli: Cli, server: ScriptedOpenAIServer
                         ) -> tuple[Path, str]:
     config = _sleeper(tmp_path, server)
-    proc = spawn("run", str(config), "sleep a while", "--store", cli.store, "--json", cwd=tmp_path)
-    try:
-        run_id = str(_wait_for_exec_started(cli, proc)["run_id"])
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=SUBPROCESS_TIMEOUT_S)
-    return config, run_id
+    return config, run_killed_during_exec(cli, config, tmp_path)
 
 
 def test_12_3_a_live_run_is_refused_naming_its_holder_and_force_takes_it_over(
