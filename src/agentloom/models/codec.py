@@ -43,6 +43,7 @@ __all__ = [
     "encode_request",
     "message_to_dict",
     "payload_to_request",
+    "plain",
     "request_to_payload",
     "response_from_dict",
     "response_to_dict",
@@ -133,11 +134,12 @@ MODEL_PAYLOAD_SCHEMA: dict[str, Any] = {
 # -- typed → JSON ------------------------------------------------------------------------------
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A JSON-ready deep copy: mappings become dicts, tuples lists (the adapters use it too)."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 
@@ -159,13 +161,13 @@ def message_to_dict(m: Message) -> dict[str, Any]:
     if m.reasoning is not None:
         out["reasoning"] = m.reasoning
     if m.reasoning_details is not None:
-        out["reasoning_details"] = _plain(m.reasoning_details)
+        out["reasoning_details"] = plain(m.reasoning_details)
     return out
 
 
 def tool_to_dict(t: ToolDef) -> dict[str, Any]:
     """The payload form of one offered tool."""
-    return {"name": t.name, "description": t.description, "parameters": _plain(t.parameters)}
+    return {"name": t.name, "description": t.description, "parameters": plain(t.parameters)}
 
 
 def usage_to_dict(usage: Usage | None) -> dict[str, int | None] | None:
@@ -178,7 +180,7 @@ def _assemble(request: ModelRequest, messages: list[dict[str, Any]],
     return {
         "messages": messages,
         "tools": tools,
-        "output_format": _plain(request.output_format),
+        "output_format": plain(request.output_format),
         "think": None if request.think is None
         else {"enabled": request.think.enabled, "effort": request.think.effort},
         "max_output_tokens": request.max_output_tokens,
@@ -257,7 +259,7 @@ def response_to_dict(response: ModelResponse) -> dict[str, Any]:
         "text": response.text,
         "reasoning": response.reasoning,
         "reasoning_details": None if response.reasoning_details is None
-        else _plain(response.reasoning_details),
+        else plain(response.reasoning_details),
         "tool_calls": [_call_to_dict(c) for c in response.tool_calls],
         "finish_reason": response.finish_reason,
         "usage": usage_to_dict(response.usage),

@@ -14,13 +14,14 @@ presets wrap.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 import httpx2
 from openai import AsyncOpenAI
 
+from agentloom.models.codec import plain
 from agentloom.models.errors import ModelAttemptError, classify_exception
 from agentloom.models.ports import AttemptInfo, Connection, ReasoningPiece
 from agentloom.models.types import (
@@ -47,15 +48,6 @@ _WINDOW_KEYS = (
 )
 _OUTPUT_KEYS = ("max_output_tokens", "max_completion_tokens", "output_token_limit")
 _EFFORT = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "max": "high"}
-
-
-def plain(value: Any) -> Any:
-    """A JSON-ready deep copy: mappings become dicts, tuples lists."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
 
 
 def make_client(connection: Connection) -> AsyncOpenAI:

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agentloom.models.adapters.openai_chat import OpenAIAdapterBase, chat_reasoning_effort, plain
+from agentloom.models.adapters.openai_chat import OpenAIAdapterBase, chat_reasoning_effort
+from agentloom.models.codec import plain
 from agentloom.models.errors import MODEL_STREAM_ERROR, failure
 from agentloom.models.ports import AttemptInfo, Connection
 from agentloom.models.types import (
