@@ -1,5 +1,6 @@
 """The ``agentloom`` command (typer): ``run``, ``runs list|show|events|resume|stop|supplement``,
-``worker``, ``cleanup``, ``init``. Every command takes ``--json``; docs/cli.md is the reference.
+``worker``, ``cleanup``, ``owners delete`` (``cli/owners.py``), ``init``. Every command takes
+``--json``; docs/cli.md is the reference.
 
 Output discipline: with ``--json`` stdout holds exactly one JSON value and nothing else; logs,
 warnings and error messages always go to stderr. Exit codes are in ``cli.errors``. A command
@@ -37,6 +38,7 @@ from agentloom.cli.output import (
     stdout_console,
     warn_unconfirmed,
 )
+from agentloom.cli.owners import owners_app
 from agentloom.cli.scaffold import scaffold
 from agentloom.cli.stores import open_existing_store, resolve_store_url
 from agentloom.cli.views import run_detail, run_summaries
@@ -55,6 +57,7 @@ app = typer.Typer(name="agentloom", cls=ReportingGroup, no_args_is_help=True, ad
                   help="Run AgentLoom agents from a YAML config and inspect their runs.")
 runs_app = typer.Typer(no_args_is_help=True, help="Inspect and control runs in a store.")
 app.add_typer(runs_app, name="runs")
+app.add_typer(owners_app, name="owners")
 
 
 def _print_version(value: bool) -> None:

@@ -10,6 +10,7 @@ fenced by the run's ``lease_epoch``: a stale writer fails and changes nothing.
 """
 
 from agentloom.store.ports import (
+    Delete,
     Fence,
     Insert,
     Op,
@@ -19,4 +20,4 @@ from agentloom.store.ports import (
 )
 from agentloom.store.url import open_store
 
-__all__ = ["Fence", "Insert", "Op", "Put", "Store", "WriteSet", "open_store"]
+__all__ = ["Delete", "Fence", "Insert", "Op", "Put", "Store", "WriteSet", "open_store"]

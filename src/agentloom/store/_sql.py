@@ -16,7 +16,7 @@ from typing import Any
 from agentloom.canonical import canonical_json
 from agentloom.errors import FencedOut, RevisionConflict, StoreError
 from agentloom.store._readonly import RefusingWriter, check_version, not_found
-from agentloom.store.ports import Fence, Insert, Op, Put, WriteSet, lease_held
+from agentloom.store.ports import Delete, Fence, Insert, Op, Put, WriteOp, WriteSet, lease_held
 from agentloom.store.schema import MIGRATIONS, Table, table
 
 
@@ -193,6 +193,10 @@ class SqlStore:
                 fenced.add(ws.fence)
         for op in coalesced(ws.ops):
             t = table(op.table)
+            if isinstance(op, Delete):
+                sql, params = self.delete_statement(op)
+                cur.execute(sql, params)
+                continue
             columns = list(op.row.keys())
             if isinstance(op, Put):
                 mode = "put"
@@ -211,6 +215,23 @@ class SqlStore:
                     raise
                 key = {k: op.row.get(k) for k in t.key}
                 raise RevisionConflict(f"{t.name} row {key} already exists") from exc
+
+    def delete_statement(self, op: Delete) -> tuple[str, list[Any]]:
+        """``DELETE FROM <table> WHERE c = ? AND …`` for ``op`` and its parameters (a ``None``
+        value is ``IS NULL``)."""
+        t = table(op.table)
+        unknown = set(op.where) - set(t.columns)
+        if unknown:
+            raise ValueError(f"table {t.name!r} has no columns {sorted(unknown)}")
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in zip(op.where, self._encode(t, op.where), strict=True):
+            if value is None:
+                clauses.append(f"{column} IS NULL")
+            else:
+                clauses.append(f"{column} = {self.placeholder}")
+                params.append(value)
+        return f"DELETE FROM {t.name} WHERE {' AND '.join(clauses)}", params
 
     def _update_existing(
         self, cur: Any, t: Table, columns: Sequence[str], values: Sequence[Any]
@@ -402,20 +423,22 @@ class SqlStore:
 ConnectFactory = Callable[[], Any]
 
 
-def coalesced(ops: Sequence[Op]) -> Sequence[Op]:
+def coalesced(ops: Sequence[WriteOp]) -> Sequence[WriteOp]:
     """The ops of one write set with every ``Put`` of a row folded into the earlier
     ``Insert`` or ``Put`` of the same row (e.g. an Attempt started and finished in one
     commit is one INSERT). The outcome is the same; a second ``Insert`` of a row is kept,
     so its conflict is still reported."""
-    if len(ops) < 2:
-        return ops
+    if len(ops) < 2 or any(isinstance(op, Delete) for op in ops):
+        return ops  # a Delete between two writes of a row: keep them apart, in order
     out: list[Op] = []
     index: dict[tuple[str, tuple[Any, ...]], int] = {}
     for op in ops:
+        assert not isinstance(op, Delete)  # returned above
         row_key = (op.table, tuple(op.row.get(k) for k in table(op.table).key))
         i = index.get(row_key)
         if i is not None and isinstance(op, Put):
             prev = out[i]
+            assert not isinstance(prev, Delete)
             if isinstance(prev, Put):
                 out[i] = Put(prev.table, {**prev.row, **op.row})
                 continue

@@ -10,7 +10,7 @@ from typing import Any
 
 from agentloom.canonical import compact_json
 from agentloom.errors import FencedOut, RevisionConflict, StoreError
-from agentloom.store.ports import Insert, Op, Put, WriteSet, lease_held
+from agentloom.store.ports import Delete, Insert, Put, WriteSet, lease_held
 from agentloom.store.schema import TABLES, table
 
 # What the v1 DDL enforces beyond columns and primary keys: column DEFAULTs, and UNIQUE
@@ -77,7 +77,7 @@ class MemoryStore:
                 columns = _COLUMNS.get(op.table)
                 if columns is None:
                     raise StoreError(f"unknown table {op.table!r}; known: {sorted(TABLES)}")
-                unknown = op.row.keys() - columns
+                unknown = (op.where if isinstance(op, Delete) else op.row).keys() - columns
                 if unknown:
                     raise StoreError(f"table {op.table!r} has no columns {sorted(unknown)}")
 
@@ -96,6 +96,9 @@ class MemoryStore:
         claimed: dict[tuple[str, tuple[str, ...], tuple[Any, ...]], tuple[Any, ...]] = {}
         keys = []
         for op in ws.ops:
+            if isinstance(op, Delete):
+                keys.append(())
+                continue
             key = self._key(op.table, op.row)
             keys.append(key)
             taken = key in self._tables[op.table] or (op.table, key) in seen
@@ -107,7 +110,7 @@ class MemoryStore:
 
     def _check_unique(
         self,
-        op: Op,
+        op: Put | Insert,
         key: tuple[Any, ...],
         claimed: dict[tuple[str, tuple[str, ...], tuple[Any, ...]], tuple[Any, ...]],
     ) -> None:
@@ -135,24 +138,57 @@ class MemoryStore:
             self._validate(batch)
             for ws in batch:
                 try:
-                    keys = self._check(ws)
+                    if any(isinstance(op, Delete) for op in ws.ops):
+                        self._apply_in_order(ws)
+                    else:
+                        keys = self._check(ws)
+                        for op, key in zip(ws.ops, keys, strict=True):
+                            assert not isinstance(op, Delete)
+                            self._write(op, key)
                 except (FencedOut, RevisionConflict) as exc:
                     outcomes.append(exc)
                     continue
-                for op, key in zip(ws.ops, keys, strict=True):
-                    rows = self._tables[op.table]
-                    old = rows.get(key)
-                    if isinstance(op, Put) and old is not None:
-                        new = {**old, **_stored(op.table, op.row)}
-                    elif isinstance(op, Insert) and op.if_absent and old is not None:
-                        continue
-                    else:
-                        new = {**_EMPTY[op.table], **_stored(op.table, op.row)}
-                    rows[key] = new
-                    if op.table in _UNIQUE:
-                        self._reindex(op.table, key, old, new)
                 outcomes.append(None)
         return outcomes
+
+    def _write(self, op: Put | Insert, key: tuple[Any, ...]) -> None:
+        rows = self._tables[op.table]
+        old = rows.get(key)
+        if isinstance(op, Put) and old is not None:
+            new = {**old, **_stored(op.table, op.row)}
+        elif isinstance(op, Insert) and op.if_absent and old is not None:
+            return
+        else:
+            new = {**_EMPTY[op.table], **_stored(op.table, op.row)}
+        rows[key] = new
+        if op.table in _UNIQUE:
+            self._reindex(op.table, key, old, new)
+
+    def _apply_in_order(self, ws: WriteSet) -> None:
+        """A write set holding a ``Delete``: each op is checked against what the ops before it
+        left (a deleted key may be inserted again), as SQL does; a refusal restores every
+        table as it was."""
+        tables = {name: dict(rows) for name, rows in self._tables.items()}
+        unique = {index: dict(values) for index, values in self._unique.items()}
+        try:
+            self._check(WriteSet((), ws.fence))
+            for op in ws.ops:
+                if isinstance(op, Delete):
+                    self._delete(op)
+                else:
+                    [key] = self._check(WriteSet((op,)))
+                    self._write(op, key)
+        except (FencedOut, RevisionConflict):
+            self._tables, self._unique = tables, unique
+            raise
+
+    def _delete(self, op: Delete) -> None:
+        rows = self._tables[op.table]
+        where = _stored(op.table, op.where)
+        for key in [k for k, r in rows.items() if all(r.get(c) == v for c, v in where.items())]:
+            old = rows.pop(key)
+            for columns in _UNIQUE.get(op.table, ()):
+                self._unique[(op.table, columns)].pop(tuple(old.get(c) for c in columns), None)
 
     def _reindex(
         self, table_name: str, key: tuple[Any, ...], old: dict[str, Any] | None,

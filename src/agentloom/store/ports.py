@@ -41,7 +41,24 @@ class Insert:
     if_absent: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Delete every row whose columns equal ``where`` (at least one column; none matching is
+    no error). Owner deletion (000 §7.4) is its only user: the runtime never deletes a row
+    of a live run."""
+
+    table: str
+    where: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        if not self.where:
+            raise ValueError(f"a Delete from {self.table!r} names no column: it would empty "
+                             "the table")
+
+
 Op: TypeAlias = Put | Insert
+WriteOp: TypeAlias = Put | Insert | Delete
+"""What a write set may hold: a row written (``Op``), or rows deleted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +66,7 @@ class WriteSet:
     """The writes of one commit: operations applied all together or not at all, fenced by the
     run's lease epoch when ``fence`` is set. ``label`` names it in diagnostics only."""
 
-    ops: tuple[Op, ...]
+    ops: tuple[WriteOp, ...]
     fence: Fence | None = None
     label: str = field(default="", compare=False)
 

@@ -28,7 +28,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from agentloom.errors import ConfigError, StoreError
 from agentloom.store._readonly import not_found
 from agentloom.store._sql import SqlStore, coalesced
-from agentloom.store.ports import Fence, Insert, WriteSet
+from agentloom.store.ports import Delete, Fence, Insert, WriteSet
 from agentloom.store.schema import table
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -155,6 +155,9 @@ class PostgresStore(SqlStore):
                     statements.append(literal(_FENCE_CHECK, (ws.fence.lease_epoch,
                                                              ws.fence.run_id)))
                 for op in coalesced(ws.ops):
+                    if isinstance(op, Delete):
+                        statements.append(literal(*self.delete_statement(op)))
+                        continue
                     t = table(op.table)
                     columns = list(op.row)
                     values = self._encode(t, op.row)

@@ -114,6 +114,12 @@ TABLES: dict[str, Table] = {
             ("event_id",),
             frozenset({"data"}),
         ),
+        Table(  # an owner's tombstone (000 §7.4): no new run; store/owners.py
+            "deleted_owners",
+            ("owner_kind", "owner_id", "space_id", "state", "created_at", "updated_at", "data"),
+            ("owner_kind", "owner_id"),
+            frozenset({"data"}),
+        ),
     )
 }
 
@@ -152,6 +158,13 @@ _V6_POSTGRES = """
 ALTER TABLE events RENAME TO run_controls;
 ALTER INDEX events_run RENAME TO run_controls_run;
 ALTER TABLE run_controls RENAME CONSTRAINT events_pkey TO run_controls_pkey;
+"""
+
+_V7_COMMON = """
+CREATE TABLE deleted_owners (
+  owner_kind TEXT NOT NULL, owner_id TEXT NOT NULL, space_id TEXT NOT NULL,
+  state TEXT NOT NULL, created_at {real} NOT NULL, updated_at {real} NOT NULL,
+  data TEXT NOT NULL, PRIMARY KEY (owner_kind, owner_id));
 """
 
 # (summary, sqlite DDL, postgres DDL)
@@ -238,5 +251,10 @@ MIGRATIONS: tuple[tuple[str, str, str], ...] = (
         "v6: the events table is run_controls (it holds run controls, not run events)",
         _V6_SQLITE,
         _V6_POSTGRES,
+    ),
+    (
+        "v7: deleted owners (a tombstone refuses new runs of a deleted agent or workflow)",
+        _V7_COMMON.format(real="REAL"),
+        _V7_COMMON.format(real="DOUBLE PRECISION"),
     ),
 )

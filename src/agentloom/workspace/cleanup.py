@@ -176,8 +176,12 @@ class RunCleanup:
                                        order_by=("created_at",))
 
     async def delete_owner(self, owner: OwnerRef) -> list[str]:
-        """Delete an owner's folders: every scope of it is revoked and marked deleted, and its
-        file root folder is removed. Its fixed ``file_root_id`` is never reused."""
+        """Delete an owner's folders (000 §7.4): the processes of its runs that still hold a
+        registered scope are revoked — an unconfirmed revocation raises and deletes nothing —
+        every scope of it is marked deleted, and its file root folder and its system folder
+        (its file blobs) are removed. A bound folder (the user's) is never deleted. Returns
+        the ids of its scopes. ``agent.owners.delete_owner`` calls it once the owner's runs
+        have stopped, before it deletes the owner's rows."""
         rows = self.scopes.store.query("workspace_scopes",
                                        {"owner_kind": owner.kind, "owner_id": owner.id})
         scopes = [WorkspaceScope.from_row(r) for r in rows]
@@ -193,6 +197,7 @@ class RunCleanup:
         if root is not None:
             owners = "workflows" if owner.kind == "workflow" else "agents"
             remove_tree(self.scopes.root / owners / str(root["file_root_id"]))
+            remove_tree(self.scopes.root / "system" / owners / str(root["file_root_id"]))
         return [s.workspace_scope_id for s in scopes]
 
 
