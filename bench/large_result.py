@@ -146,7 +146,8 @@ async def child_run(url: str, size: int, workspaces: str) -> dict[str, Any]:
     from agentloom.pipeline.records import stored_envelope
 
     model = ScriptedModel()
-    rt = Runtime([AgentSpec(name="main", model=model, tools=(large_tool(size),))], store=url,
+    rt = Runtime([AgentSpec(name="main", model=model, tools=(large_tool(size),), window=128_000)],
+                 store=url,
                  workspace_root=workspaces)
     try:
         rss_before = status_bytes("VmRSS")

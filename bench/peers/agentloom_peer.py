@@ -108,7 +108,8 @@ def _runtime(steps: int, clock: StepClock, url: str, folder: str) -> Any:
     from agentloom.agent import AgentSpec, Limits, Runtime
 
     agent = AgentSpec(name="main", model=_StepModel(steps), instructions="Write the lines.",
-                      tools=(_tool(clock),), limits=Limits(max_steps=steps + 1))
+                      tools=(_tool(clock),), limits=Limits(max_steps=steps + 1),
+                      window=128_000)  # a model of its own: its window is given
     return Runtime([agent], store=url, workspace_root=f"{folder}/workspaces")
 
 

@@ -35,7 +35,7 @@ async def test_s9_a_durable_step_costs_two_commits_and_every_call_reaches_the_st
     durable_store_url: str, tmp_path: Path
 ) -> None:
     rt = Runtime([AgentSpec(name="main", model=NoteTaker(steps_asked), tools=(Note(),),
-                            limits=Limits(max_steps=20))],
+                            window=128_000, limits=Limits(max_steps=20))],
                  store=durable_store_url, workspace_root=tmp_path)
     try:
         await commits_of_a_run(rt, 0)  # the agent's file root exists from now on

@@ -148,7 +148,7 @@ async def _one_run(url: str, workspaces: Path, example: dict[str, Any]) -> None:
                           handler=HandlerRef(ref="prop:after"))]
         rt = Runtime([AgentSpec(name="main", model=Connection(
             base_url=server.base_url, model="scripted-model", api_key="sk-test"),
-            tools=(Echo(), "fs.write", "fs.list", "fs.glob", "fs.grep"))],
+            tools=(Echo(), "fs.write", "fs.list", "fs.glob", "fs.grep"), window=128_000)],
             store=url, hooks=hooks, workspace_root=workspaces,
             hook_functions={"prop:before": before_hook, "prop:after": after_hook})
         try:

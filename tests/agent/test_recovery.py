@@ -123,7 +123,7 @@ def build(config: Config) -> Runtime:
     model = _model(config.base_url, "other-model" if config.change == "model" else
                    "scripted-model")
     agents = [AgentSpec(name="main", model=model, instructions=instructions,
-                        tools=(ledger_tool,),
+                        tools=(ledger_tool,), window=128_000,  # other-model is not listed
                         executors=("worker",) if config.executor_url else ())]
     if config.executor_url:
         agents.append(AgentSpec(name="worker", model=_model(config.executor_url),

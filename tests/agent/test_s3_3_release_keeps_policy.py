@@ -83,7 +83,7 @@ def test_s3_3_1_changed_limits_refuse_resume_and_the_same_ones_keep_the_run_poli
     out = json.loads(resumed.stdout)
     assert (out["run_id"], out["status"]) == (run_id, "failed"), (resumed.stdout, resumed.stderr)
     assert "TOOL_ERRORS_EXCEEDED" in resumed.stdout  # one bad turn: max_tool_errors 1 holds
-    assert len(server.requests) == 2  # the killed turn and the bad one: no third model call
+    assert len(server.model_requests) == 2  # the killed turn and the bad one: no third one
 
 
 # -- the release id ----------------------------------------------------------------------------
@@ -93,7 +93,7 @@ WIRE = Connection(base_url="http://127.0.0.1:9/v1", api_key="k", model="pinned-m
 
 def _agent(**changes: object) -> AgentSpec:
     return AgentSpec(name="main", model=WIRE, instructions="Answer.", tools=("fs.read",),
-                     **changes)  # type: ignore[arg-type]
+                     window=128_000, **changes)  # type: ignore[arg-type]
 
 
 def test_s3_3_1_a_release_at_the_default_policy_keeps_its_old_id() -> None:

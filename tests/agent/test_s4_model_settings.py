@@ -43,6 +43,8 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def write_config(folder: Path, srv: ScriptedOpenAIServer, *, preset: str, model: str,
                  model_keys: str = "", tools: str = "[]") -> Path:
+    if "window:" not in model_keys and not model.startswith("deepseek-"):
+        model_keys += "      window: 64000\n"  # the scripted server lists none of these models
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "agentloom.yaml"
     path.write_text(

@@ -199,7 +199,8 @@ async def test_12_7_a_preset_without_json_schema_gets_the_schema_in_the_system_m
     server.script(answer('{"answer": "42"}'))
     model_source = connection_for(preset, model=model, base_url=server.base_url, api_key="test")
     rt = runtime_factory([AgentSpec(name="main", model=model_source, instructions="Be brief.",
-                                    output=OutputSpec(schema=SCHEMA))], store="memory://")
+                                    output=OutputSpec(schema=SCHEMA), window=128_000)],
+                         store="memory://")
 
     result = await run(rt, "what is the answer?")
 
@@ -218,7 +219,7 @@ async def test_12_7_the_responses_protocol_asks_with_text_format(
     server.script(responses_turn('{"answer": "42"}'))
     model_source = connection_for("openai-responses", model="gpt-5", base_url=server.base_url,
                                   api_key="test")
-    rt = runtime_factory([AgentSpec(name="main", model=model_source,
+    rt = runtime_factory([AgentSpec(name="main", model=model_source, window=128_000,
                                     output=OutputSpec(schema=SCHEMA, strict=True))],
                          store="memory://")
 

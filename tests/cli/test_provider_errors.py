@@ -24,7 +24,8 @@ def _project(tmp_path: Path, base_url: str, *, connection: str = "mylocal", vari
     config.write_text(
         f'version: 1\nconnections:\n  {connection}: {{preset: openai, base_url: "{base_url}", '
         f"api_key_env: {variable}}}\n"
-        f"agents:\n  main:\n    model: {{connection: {connection}, name: scripted-model}}\n",
+        f"agents:\n  main:\n    model: {{connection: {connection}, name: scripted-model, "
+        "window: 128000}\n",
         encoding="utf-8")
     return config
 

@@ -361,9 +361,13 @@ def test_model_window_output_limit_and_token_quota_reach_the_agent_spec(
     monkeypatch.setenv("LOCAL_KEY", SECRET)
     monkeypatch.setenv("ZHIPUAI_API_KEY", SECRET)
     text = CONNECTED.replace("window: 32000}", "window: 32000, output_limit: 8192}\n"
-                             "    limits: {max_total_tokens: 50000}")
+                             "    limits: {max_total_tokens: 50000}").replace(
+        "variant: coding_plan}", "variant: coding_plan, window: 128000}")
     specs = {s.name: s for s in agent_specs(load_config(write(tmp_path, text)))}
     assert (specs["main"].window, specs["main"].output_limit) == (32000, 8192)
     assert specs["main"].limits.max_total_tokens == 50000
-    assert (specs["coder"].window, specs["coder"].output_limit) == (None, None)
+    # no output_limit anywhere: the platform default min(4096, W // 4), labelled as such (000 §4)
+    assert (specs["coder"].window, specs["coder"].output_limit) == (128000, 4096)
+    assert specs["coder"].descriptor is not None
+    assert specs["coder"].descriptor.output_limit_source == "platform_default"
     assert specs["coder"].limits.max_total_tokens is None

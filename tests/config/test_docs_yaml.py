@@ -28,6 +28,8 @@ BLOCK = re.compile(r"^```ya?ml\n(.*?)^```", re.S | re.M)
 TOP_KEYS = set(Config.model_fields)
 AGENT_KEYS = set(AgentConfig.model_fields)
 STUB_SCRIPT = "turns:\n  - text: done\n"
+PRESETS = Path(__file__).resolve().parents[2] / "src" / "agentloom" / "models" / "preset_data"
+PRESET_PARTS = {"models", "discovery"}  # keys a docs block may show of a preset file alone
 
 
 def _blocks() -> list[tuple[str, str]]:
@@ -103,6 +105,10 @@ def _check(where: str, text: str, folder: Path) -> None:
         parse_preset(data, source=where, stem=data["name"])
     elif isinstance(data, dict) and "turns" in data:
         parse_script(data, source=where)
+    elif isinstance(data, dict) and data and set(data) <= PRESET_PARTS:
+        # a part of a preset file: checked inside a shipped preset, as its loader reads it
+        shipped = yaml.safe_load((PRESETS / "openai.yaml").read_text(encoding="utf-8"))
+        parse_preset({**shipped, **data}, source=where, stem="openai")
     else:
         for config in _configs(text):
             _load(folder, config)

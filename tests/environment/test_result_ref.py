@@ -107,7 +107,7 @@ async def test_i11_7_truncated_exec_output_names_the_result_ref_the_model_passes
     store_url: str, exec_backend: str, runtime_factory: Callable[..., Runtime]
 ) -> None:
     model = FollowsTheRef(("exec", {"argv": ["seq", "1", "200000"]}), EXEC_HINT)
-    rt = runtime_factory(AgentSpec(name="main", model=model, tools=("exec",)),
+    rt = runtime_factory(AgentSpec(name="main", model=model, tools=("exec",), window=128_000),
                          store=store_url, sandbox_backend=exec_backend)
 
     result = await asyncio.wait_for(rt.run("count to 200000"), WAIT_S)
@@ -140,7 +140,7 @@ async def test_i11_7_a_long_tool_result_cut_for_the_model_names_a_result_ref_tha
     store_url: str, runtime_factory: Callable[..., Runtime]
 ) -> None:
     model = FollowsTheRef(("long_text", {"chars": 80_000}), TRANSCRIPT_HINT)
-    rt = runtime_factory(AgentSpec(name="main", model=model, tools=(LongText(),)),
+    rt = runtime_factory(AgentSpec(name="main", model=model, tools=(LongText(),), window=128_000),
                          store=store_url)
 
     result = await asyncio.wait_for(rt.run("get a long text"), WAIT_S)

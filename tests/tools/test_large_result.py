@@ -205,7 +205,7 @@ async def test_i11_a_large_sdk_tool_result_is_stored_once_and_result_read_return
     # the read's own result, stored as such)
     pages = [(0, 4096), (marker_at - 5000, 4096), (CHUNK_SIZE - 7, 20), (len(data) - 1000, 65536)]
     model = PageReader(pages)
-    rt = runtimes(AgentSpec(name="main", model=model, tools=(LargeText(text),)),
+    rt = runtimes(AgentSpec(name="main", model=model, tools=(LargeText(text),), window=128_000),
                   store=durable_store_url)
 
     result = await asyncio.wait_for(rt.run("get the large text"), WAIT_S)

@@ -144,7 +144,7 @@ async def test_i11_6_a_cleanup_failure_leaves_a_retryable_job_and_the_run_ends(
 
     locked: list[Path] = []
     rt = Runtime([AgentSpec(name="main", model=WritesThenLocks(lambda: lock(rt, locked, leftovers)),
-                            tools=("fs.write",))],
+                            tools=("fs.write",), window=128_000)],
                  store=store_url, workspace_root=tmp_path / "workspaces")
     try:
         result = await asyncio.wait_for(rt.run("write, then get locked"), WAIT_S)

@@ -76,7 +76,8 @@ def fail_a_cleanup(store_url: str, root: Path) -> FailedCleanup:
         assert tried.returncode == 0, tried.stderr
         pinned.append(folder)
 
-    rt = Runtime([AgentSpec(name="main", model=WritesThenLocks(pin), tools=("fs.write",))],
+    rt = Runtime([AgentSpec(name="main", model=WritesThenLocks(pin), tools=("fs.write",),
+                            window=128_000)],
                  store=store_url, workspace_root=root)
 
     async def run() -> tuple[str, str]:

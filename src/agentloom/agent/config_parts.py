@@ -4,7 +4,8 @@
 the core is done here, before any run starts: ``check_config`` finds the problems only the
 provider presets or the script parser can see (an unknown preset, a protocol or variant the
 preset lacks, a capability the configured model lacks on its preset — tools, output format,
-think settings (000 §4.6) — a script file that does not parse), and the builders return plain runtime
+think settings (000 §4.6) — a ``window`` / ``output_limit`` wider than what the preset documents
+for the model (000 §4), a script file that does not parse), and the builders return plain runtime
 values — a model source, hook specs, hook functions, a retry policy, SDK tools. User code
 named in the configuration (``module:attr`` tools, hook functions) is imported here, with the
 config file's folder first on ``sys.path`` for the duration of the import.
@@ -39,16 +40,23 @@ from agentloom.config import (
 )
 from agentloom.errors import ConfigError
 from agentloom.hooks.spec import HandlerRef, HookMatch, HookSpec
+from agentloom.models.budget import build_descriptor, resolve_descriptor
 from agentloom.models.connect import connection_for
 from agentloom.models.offline import ScriptModel, TestModel, load_script
 from agentloom.models.ports import Connection, ModelAdapter
 from agentloom.models.presets import Preset, capabilities_for, list_presets, load_preset
-from agentloom.models.types import STRUCTURED_FORMATS, ModelRequest, OutputFormat, ThinkParams
+from agentloom.models.types import (
+    STRUCTURED_FORMATS,
+    ModelDescriptor,
+    ModelRequest,
+    OutputFormat,
+    ThinkParams,
+)
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.tools.sdk import Tool
 
 __all__ = ["agent_tools", "check_config", "hook_functions", "hook_specs", "max_output_tokens",
-           "model_source", "retry_policy", "sdk_tools", "think_params"]
+           "model_descriptor", "model_source", "retry_policy", "sdk_tools", "think_params"]
 
 
 # -- the checks that need the presets or the script parser --------------------------------------
@@ -61,8 +69,9 @@ def check_config(config: Config) -> None:
         ConfigError: ``CONFIG_INVALID``, headed by ``config.origin``, one ``key.path: problem``
             per line: an unknown preset, a protocol the preset does not speak, a variant it
             lacks, a capability the model lacks on its preset (``agents.<a>.model``, naming the
-            model, the preset, the capability and what needs it), a script file that does
-            not parse.
+            model, the preset, the capability and what needs it), a ``window`` /
+            ``output_limit`` wider than what the preset documents for the model, a script file
+            that does not parse.
     """
     problems = preset_and_script_problems(config)
     if problems:
@@ -95,7 +104,24 @@ def preset_and_script_problems(config: Config) -> list[Problem]:
                                         f"{variant!r}; choose one of {', '.join(sorted(preset.variants))}"))
             if preset is not None:
                 _capability_problems(preset, agent, choice, at, problems)
+                _window_problems(preset, choice, at, problems)
     return problems
+
+
+def _window_problems(preset: Preset, choice: ConnectionModelChoice, at: str,
+                     problems: list[Problem]) -> None:
+    """A configured window / output limit wider than what the preset documents (000 §4)."""
+    known = preset.descriptor(choice.name)
+    if known is None:
+        return
+    try:
+        resolve_descriptor(known, configured_window=choice.window,
+                           configured_output_limit=choice.output_limit, model=choice.name,
+                           config_path=at)
+    except ConfigError as exc:
+        key = "output_limit" if exc.code == "MODEL_OUTPUT_LIMIT_INVALID" else "window"
+        problems.append(Problem(f"{at}.{key}", f"{exc.error.message} (preset {preset.name!r} "
+                                f"version {preset.version} documents it)"))
 
 
 def _capability_problems(preset: Preset, agent: AgentConfig, choice: ConnectionModelChoice,
@@ -200,6 +226,27 @@ def model_source(
                               config_name=name)
     except ConfigError as exc:
         raise ConfigError(f"{at}: {exc.error.message}", code=exc.code) from None
+
+
+def model_descriptor(config: Config, agent_name: str,
+                     model: ModelAdapter | Connection) -> ModelDescriptor:
+    """The resolved window W and output limit O of the agent's ``model`` (its ``model_source``):
+    ``models.budget.build_descriptor`` with the agent's configured ``window`` / ``output_limit``
+    — the preset's documented window, an offline model's own, else the provider's model
+    listing where the preset discovers (one bounded request, now).
+
+    Raises:
+        ConfigError: W is unknown or a configured value is invalid (``MODEL_WINDOW_UNKNOWN`` /
+            ``MODEL_WINDOW_INVALID`` / ``MODEL_OUTPUT_LIMIT_INVALID``); the message names the
+            agent, the model and ``agents.<agent>.model.window`` (or ``.output_limit``).
+    """
+    choice = config.agent(agent_name).model
+    window = output_limit = None
+    if isinstance(choice, ConnectionModelChoice):
+        window, output_limit = choice.window, choice.output_limit
+    return build_descriptor(
+        model, agent=agent_name, config_path=key_path(("agents", agent_name, "model")),
+        configured_window=window, configured_output_limit=output_limit)
 
 
 def hook_specs(config: Config) -> tuple[HookSpec, ...]:

@@ -8,7 +8,9 @@
 
 Everything a configuration names is resolved *here*, before any run starts: each agent's model
 (``config_parts.model_source``), its tools (built-in names plus the ``module:attr`` SDK tools),
-its executors, retry policy, limits, instructions, context window and output schema; the hooks
+its executors, retry policy, limits, instructions, context window W and output reserve O
+(``config_parts.model_descriptor``: configured, documented by the preset, or read from the
+provider's model listing — an agent whose window nobody knows is refused); the hooks
 and the Python functions they name; the workspace root; the sandbox backend and policy; the
 store. The checks that need the provider presets or the script parser run first
 (``config_parts.check_config``). A bad reference is a ``ConfigError`` naming its key, never a
@@ -31,6 +33,7 @@ from agentloom.agent.config_parts import (
     hook_functions,
     hook_specs,
     max_output_tokens,
+    model_descriptor,
     model_source,
     retry_policy,
     think_params,
@@ -39,7 +42,8 @@ from agentloom.agent.failures import RecoveryPolicy
 from agentloom.agent.output import OutputSpec
 from agentloom.agent.runtime import Runtime
 from agentloom.agent.spec import AgentSpec, Limits
-from agentloom.config import Config, ConnectionModelChoice
+from agentloom.config import Config, Problem, config_error, key_path
+from agentloom.errors import ConfigError
 from agentloom.sandbox.ports import EnvironmentPolicy, SandboxBackend
 
 __all__ = ["STORE_ENV", "agent_specs", "environment_policy", "runtime_from_config", "store_url_for"]
@@ -60,16 +64,24 @@ def agent_specs(config: Config) -> list[AgentSpec]:
     Raises:
         ConfigError: a problem only the presets or the script parser see (``check_config``),
             a model's API key variable is unset, or a ``module:attr`` tool does not import; the
-            message names the key.
+            message names the key. ``CONFIG_INVALID`` (every agent's at once) when an agent's
+            window is unknown or wider than what is known: ``agents.<agent>.model.window``.
     """
     check_config(config)
     specs: list[AgentSpec] = []
+    problems: list[Problem] = []
     for name, agent in config.agents.items():
         limits = agent.limits
-        choice = agent.model
+        model = model_source(config, name)
+        try:
+            descriptor = model_descriptor(config, name, model)
+        except ConfigError as exc:
+            key = "output_limit" if exc.code == "MODEL_OUTPUT_LIMIT_INVALID" else "window"
+            problems.append(Problem(f"{key_path(('agents', name, 'model'))}.{key}", exc.error.message))
+            continue
         specs.append(AgentSpec(
             name=name,
-            model=model_source(config, name),
+            model=model,
             instructions=agent.instructions,
             tools=tuple(agent_tools(config, name)),
             executors=tuple(agent.executors),
@@ -83,15 +95,17 @@ def agent_specs(config: Config) -> list[AgentSpec]:
                 max_total_tokens=limits.max_total_tokens,
                 max_tool_errors=limits.max_tool_errors,
             ),
-            window=choice.window if isinstance(choice, ConnectionModelChoice) else None,
-            output_limit=choice.output_limit if isinstance(choice, ConnectionModelChoice)
-            else None,
+            window=descriptor.window,
+            output_limit=descriptor.output_limit,
+            descriptor=descriptor,
             think=think_params(agent),
             max_output_tokens=max_output_tokens(agent),
             description=agent.description,
             output=None if agent.output is None else OutputSpec(
                 schema=agent.output.schema_, name=agent.output.name, strict=agent.output.strict),
         ))
+    if problems:
+        raise config_error(config.origin, problems)
     return specs
 
 

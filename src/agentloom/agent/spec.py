@@ -14,9 +14,10 @@ from pydantic import BaseModel
 
 from agentloom.agent.output import OutputSpec, output_formats
 from agentloom.errors import ConfigError
+from agentloom.models.budget import build_descriptor, model_id
 from agentloom.models.ports import Connection, ModelAdapter
 from agentloom.models.presets import capabilities_for
-from agentloom.models.types import ModelRequest, ThinkParams
+from agentloom.models.types import ModelDescriptor, ModelRequest, ThinkParams
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.tools.sdk import Tool
 
@@ -72,6 +73,16 @@ class AgentSpec:
     the provider's fields (config ``model.think`` / ``model.max_output_tokens``). ``None``:
     not sent, the provider's default applies. ``retry`` and ``limits`` are part of the release
     (``policy_settings``): a run is resumed only with the ones it started with (000 §3.3.1).
+
+    Every agent has a known window (000 §4): when the spec is built, ``window`` / ``output_limit``
+    (what you give: W may narrow what is known about the model, never widen it) are resolved
+    into the model's W and O (``models.budget.build_descriptor``: the preset's documented
+    window, an offline model's own, else the provider's model listing where the preset
+    discovers) and hold the resolved values; ``descriptor`` says where each came from (O with
+    nothing known is ``min(4096, W // 4)``, ``output_limit_source="platform_default"``). A model
+    whose window nobody knows is refused: ``ConfigError`` ``MODEL_WINDOW_UNKNOWN`` naming the
+    agent, the model and ``agents.<agent>.model.window``. ``descriptor`` may be given already
+    resolved (the config build does); it is then used as is.
     """
 
     name: str
@@ -82,13 +93,14 @@ class AgentSpec:
     executors: tuple[str, ...] = ()
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     limits: Limits = field(default_factory=Limits)
-    window: int | None = None  # W in tokens: with it, the loop compacts what would not fit
-    output_limit: int | None = None  # O: the output reserve (models.budget.resolve_descriptor)
+    window: int | None = None  # W in tokens: resolved when built; the loop compacts to fit it
+    output_limit: int | None = None  # O: the output reserve, resolved when built
     output: OutputSpec | None = None
     output_type: type[BaseModel] | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
     think: ThinkParams | None = None
     max_output_tokens: int | None = None
+    descriptor: ModelDescriptor | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.max_output_tokens is not None and self.max_output_tokens < 1:
@@ -97,12 +109,29 @@ class AgentSpec:
         if self.think is not None and self.think.enabled is False and self.think.effort:
             raise ValueError(f"agent {self.name!r}: think effort {self.think.effort!r} "
                              "contradicts think disabled; set one of them")
-        if self.output_type is None:
-            return
-        if self.output is None:
-            object.__setattr__(self, "output", OutputSpec.of_type(self.output_type))
-        elif self.output.output_type is not self.output_type:  # (a replace() keeps both)
-            raise ValueError(f"agent {self.name!r}: give output or output_type, not both")
+        if self.output_type is not None:
+            if self.output is None:
+                object.__setattr__(self, "output", OutputSpec.of_type(self.output_type))
+            elif self.output.output_type is not self.output_type:  # (a replace() keeps both)
+                raise ValueError(f"agent {self.name!r}: give output or output_type, not both")
+        self._resolve_window()
+
+    def _resolve_window(self) -> None:
+        """Set ``window`` / ``output_limit`` / ``descriptor`` to the model's resolved W and O;
+        a ``descriptor`` given (or kept by ``replace``) that agrees with them is used as is."""
+        given = self.descriptor
+        if (given is not None and given.window is not None and given.output_limit is not None
+                and self.window in (None, given.window)
+                and self.output_limit in (None, given.output_limit)
+                and given.provider_model_id == model_id(self.model)):
+            resolved = given
+        else:
+            resolved = build_descriptor(
+                self.model, agent=self.name, configured_window=self.window,
+                configured_output_limit=self.output_limit, before_discovery=self.check_model)
+        object.__setattr__(self, "descriptor", resolved)
+        object.__setattr__(self, "window", resolved.window)
+        object.__setattr__(self, "output_limit", resolved.output_limit)
 
     def has_tools(self) -> bool:
         """Whether the agent offers its model any tool of its own (delegations included)."""

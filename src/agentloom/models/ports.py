@@ -94,7 +94,11 @@ class Connection:
     ``capability_check`` (set by a preset, ``None`` otherwise) raises ``ConfigError``
     ``MODEL_CAPABILITY_UNSUPPORTED`` for capabilities this model cannot serve (``tools``,
     ``json_schema`` / ``json_object``, ``think_toggle``, ``think_effort``): the runtime calls it
-    when it is built, before any run (000 §4.6). The API key never appears in ``repr``.
+    when it is built, before any run (000 §4.6). ``descriptor`` (set by a preset that
+    documents this model's window) and ``discovery`` (set by a preset that declares a model
+    listing: it reads ``GET {base_url}/models`` once, ``models.discovery``) are how the window
+    W of an agent on this connection is resolved when the agent is built
+    (``models.budget.build_descriptor``). The API key never appears in ``repr``.
     """
 
     base_url: str
@@ -119,6 +123,9 @@ class Connection:
     config_name: str | None = None
     api_key_env: str | None = None
     capability_check: Callable[[Iterable[str]], None] | None = field(
+        default=None, repr=False, compare=False)
+    descriptor: ModelDescriptor | None = field(default=None, repr=False, compare=False)
+    discovery: Callable[[Connection], ModelDescriptor] | None = field(
         default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

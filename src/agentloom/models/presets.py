@@ -9,7 +9,10 @@ difference is data, read here and by ``history`` / ``reasoning``.
 
 ``Preset.check`` runs at release compile time and refuses a capability the preset lacks (never
 silently ignored); ``Preset.build_body`` produces the provider request body. A ``models:`` entry
-in the file overrides sections for model ids matching its glob patterns (``Preset.for_model``).
+in the file overrides sections for model ids matching its glob patterns (``Preset.for_model``)
+and may state the window and output limit the provider documents for those models
+(``Preset.descriptor``). ``discovery:`` declares that the provider's ``GET /models`` listing
+may state a model's window, and in which fields (``models.discovery``).
 
 Owns: loading, validating and applying presets. Does not own: HTTP, SSE parsing, aggregation
 (``models/adapters``), or where the release keeps the preset name (``config``).
@@ -36,10 +39,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from agentloom.canonical import canonical_json
 from agentloom.catalog.spec import freeze_json
 from agentloom.errors import CatalogError, ConfigError, ErrorCategory
+from agentloom.models.discovery import discover_descriptor
 from agentloom.models.history import to_chat_messages, to_responses_input
+from agentloom.models.ports import Connection
 from agentloom.models.reasoning import extractor_for
 from agentloom.models.types import (
     STRUCTURED_FORMATS,
+    ModelDescriptor,
     ModelRequest,
     ThinkParams,
     ToolDef,
@@ -52,6 +58,7 @@ __all__ = [
     "CAPABILITIES",
     "FORMAT_VERSION",
     "Capability",
+    "DiscoveryRules",
     "EffortMapping",
     "Endpoint",
     "ErrorRules",
@@ -222,6 +229,19 @@ class ErrorRules(_Section):
     status: dict[int, ErrorCategory] = Field(default_factory=dict)
 
 
+class DiscoveryRules(_Section):
+    """Where a ``GET {base_url}/models`` entry states a model's window and output limit: dotted
+    paths, the first holding a positive integer wins (``models.discovery``)."""
+
+    window: tuple[str, ...] = Field(min_length=1)
+    output_limit: tuple[str, ...] = ()
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+
 class _CapabilityDelta(_Section):
     add: tuple[Capability, ...] = ()
     remove: tuple[Capability, ...] = ()
@@ -237,6 +257,8 @@ class _ModelOverride(_Section):
     usage: dict[str, Any] | None = None
     stream: dict[str, Any] | None = None
     notes: str | None = None
+    window: int | None = Field(default=None, ge=1)  # what the provider documents, in tokens
+    output_limit: int | None = Field(default=None, ge=1)
 
 
 class _PresetFile(_Section):
@@ -254,6 +276,7 @@ class _PresetFile(_Section):
     usage: UsageMapping
     stream: StreamRules = Field(default_factory=StreamRules)
     errors: ErrorRules = Field(default_factory=ErrorRules)
+    discovery: DiscoveryRules | None = None
     notes: dict[str, str] = Field(default_factory=dict)
     models: tuple[_ModelOverride, ...] = ()
 
@@ -264,6 +287,8 @@ class Preset:
 
     Sections are frozen pydantic values; treat their dicts as read-only (``build_body`` copies).
     ``digest`` is the SHA-256 of the file's canonical JSON, for the release's content digest.
+    ``window`` / ``output_limit`` are what the provider documents for the models a ``models:``
+    entry matches (``None``: not documented; always ``None`` on the preset itself).
     """
 
     name: str
@@ -284,6 +309,9 @@ class Preset:
     digest: str
     matched: tuple[str, ...] = ()
     overrides: tuple[Preset, ...] = field(default=(), repr=False)
+    discovery: DiscoveryRules | None = None
+    window: int | None = None
+    output_limit: int | None = None
 
     # -- selection --------------------------------------------------------------------------
 
@@ -309,6 +337,29 @@ class Preset:
                 f"preset {self.name!r} has no variant {variant!r}; choose one of {sorted(self.variants)}",
                 code="MODEL_PRESET_VARIANT",
             ) from None
+
+    # -- what is known about a model ---------------------------------------------------------
+
+    def descriptor(self, model: str) -> ModelDescriptor | None:
+        """The window and output limit this preset documents for ``model`` (its ``models:``
+        entry), labelled ``source="provider"``; ``None`` when it documents no window."""
+        view = self.for_model(model)
+        if view.window is None:
+            return None
+        return ModelDescriptor(
+            provider_model_id=model, window=view.window, output_limit=view.output_limit,
+            source="provider",
+            output_limit_source="provider" if view.output_limit is not None else None,
+            extras={"preset": self.name, "preset_version": self.version})
+
+    def discover(self, connection: Connection) -> ModelDescriptor | None:
+        """What the provider's model listing states about ``connection.model`` (one bounded
+        ``GET {base_url}/models``), or ``None`` when this preset declares no discovery."""
+        rules = self.for_model(connection.model).discovery
+        if rules is None:
+            return None
+        return discover_descriptor(connection, window_fields=rules.window,
+                                   output_fields=rules.output_limit)
 
     # -- compile-time check -----------------------------------------------------------------
 
@@ -375,8 +426,9 @@ class Preset:
         """Keyword arguments for ``models.ports.Connection`` that make it speak this preset for
         ``model``: protocol, body builder, per-Attempt reasoning extractor, usage / finish /
         status mappers, ``stream_options``, the structured output formats it can send
-        (``output_formats``) and the capability check (``capability_check``, ``Preset.check``
-        for ``model``). The caller adds ``base_url``, ``api_key`` (from
+        (``output_formats``), the capability check (``capability_check``, ``Preset.check``
+        for ``model``), the documented ``descriptor`` and the listing ``discovery`` (when the
+        preset declares one). The caller adds ``base_url``, ``api_key`` (from
         ``endpoint(variant)``) and ``model``."""
         preset = self.for_model(model)
         kwargs: dict[str, Any] = {
@@ -392,6 +444,8 @@ class Preset:
             else None,
             "output_formats": preset.capabilities & STRUCTURED_FORMATS,
             "capability_check": lambda capabilities: self.check(capabilities, model=model),
+            "descriptor": self.descriptor(model),
+            "discovery": self.discover if preset.discovery is not None else None,
         }
         if preset.request.max_tokens_param in ("max_tokens", "max_completion_tokens"):
             kwargs["max_tokens_param"] = preset.request.max_tokens_param
@@ -581,7 +635,11 @@ def parse_preset(data: Any, *, source: str, stem: str | None = None) -> Preset:
         if override.notes:
             raw["notes"] = {**dict(raw.get("notes") or {}), "model": override.notes}
         view = _validate(raw, source=source, prefix=f"models[{i}].")
-        overrides.append(_build(view, source=source, digest=digest, matched=override.match))
+        if (override.window is not None and override.output_limit is not None
+                and override.output_limit >= override.window):
+            _fail(source, f"models[{i}].output_limit", f"must be less than window ({override.window})")
+        overrides.append(replace(_build(view, source=source, digest=digest, matched=override.match),
+                                 window=override.window, output_limit=override.output_limit))
     return replace(_build(parsed, source=source, digest=digest), overrides=tuple(overrides))
 
 
@@ -648,6 +706,7 @@ def _build(p: _PresetFile, *, source: str, digest: str, matched: tuple[str, ...]
         stream=p.stream,
         errors=p.errors,
         notes=MappingProxyType(dict(p.notes)),
+        discovery=p.discovery,
         source=source,
         digest=digest,
         matched=matched,

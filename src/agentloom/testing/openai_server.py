@@ -22,8 +22,13 @@ delays the headers), ``Stall`` (pause; the only way this server ever waits), ``D
 Builders make the common shapes: ``chat_text``, ``chat_reasoning`` (``reasoning_content``),
 ``chat_reasoning_details``, ``chat_tool_call``, ``chat_finish``, ``chat_usage``,
 ``chat_turn``; ``resp_event`` and ``responses_turn`` for the Responses API. Every request
-body and header received is recorded (``requests``). Bounded: ``close`` wakes every
-stall and closes every connection; nothing waits unless a step says so.
+body and header received is recorded (``requests``; ``model_requests`` are the POSTs).
+Bounded: ``close`` wakes every stall and closes every connection; nothing waits unless a step
+says so.
+
+``GET /v1/models`` lists ``models`` — by default one model, ``scripted-model``, whose entry
+states its window the way vLLM does (``max_model_len``: ``SCRIPTED_WINDOW``), so an agent on
+it built through a preset that discovers (``openai``) gets that window (000 §4).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from types import TracebackType
 from typing import Any, TypeAlias
 
 __all__ = [
+    "SCRIPTED_WINDOW",
     "Chunk",
     "Comment",
     "Disconnect",
@@ -603,12 +609,17 @@ def fold_chat_chunks(
             "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
 
 
+SCRIPTED_WINDOW = 128_000
+"""The window the default model listing states for ``scripted-model`` (``max_model_len``)."""
+
+
 class ScriptedOpenAIServer:
     """The server. Use as a context manager; ``base_url`` ends in ``/v1``."""
 
     def __init__(self, *, models: Sequence[Mapping[str, Any]] | None = None) -> None:
         self.models: list[Mapping[str, Any]] = list(models) if models is not None else [
-            {"id": "scripted-model", "object": "model", "created": 0, "owned_by": "scripted"},
+            {"id": "scripted-model", "object": "model", "created": 0, "owned_by": "scripted",
+             "max_model_len": SCRIPTED_WINDOW},
         ]
         self.requests: list[RecordedRequest] = []
         self._turns: deque[tuple[int, list[Step]]] = deque()
