@@ -25,9 +25,10 @@ from agentloom.environment import RunEnvironment
 from agentloom.errors import RegistrationError
 from agentloom.hooks import HookLike, hook_specs
 from agentloom.hooks.decision import HookOutcome
+from agentloom.hooks.fields import fields_document
 from agentloom.hooks.manager import HookManager
 from agentloom.ids import new_id
-from agentloom.models.gateway import ModelGateway, is_model_capability
+from agentloom.models.gateway import ModelGateway, is_model_capability, message_scope
 from agentloom.models.manager import ModelManager
 from agentloom.models.ports import Connection, ModelAdapter
 from agentloom.pipeline.context import DEFAULT_RUN_DEADLINE_S, InvocationContext, Request
@@ -41,6 +42,7 @@ from agentloom.results import OperationResult, TerminalRunStatus
 from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
 from agentloom.store import Insert, Op, Put, Store, WriteSet, open_store
+from agentloom.store.owners import check_owner
 from agentloom.store.ports import Fence
 from agentloom.tools.manager import ToolManager
 from agentloom.tools.sdk import Tool, ToolHandler
@@ -163,7 +165,8 @@ class Kernel:
         models = [spec.capability_key for spec in specs if is_model_capability(spec)]
         specs.append(result_read_spec(release_id))
         role_map = {role: [*keys, *models, "result.read"] for role, keys in roles.items()}
-        return self.registry.publish(release_id, specs, roles=role_map)
+        return self.registry.publish(release_id, specs, roles=role_map,
+                                     hook_fields=fields_document())
 
     def _owner(self, spec: CapabilitySpec) -> ModelManager | ToolManager:
         if is_model_capability(spec):
@@ -219,7 +222,8 @@ class Kernel:
     ) -> RunLease:
         """Create a run, take its lease and (by default) register its workspace.
 
-        ``workdir``: an existing folder is the workspace (refused with ``WORKSPACE_BUSY``
+        A deleted owner is refused (``OwnerDeleted``, ``OWNER_DELETED``) before anything is
+        created. ``workdir``: an existing folder is the workspace (refused with ``WORKSPACE_BUSY``
         while another running run holds it, before any run is created); ``keep_workspace``:
         the run's own folder is kept after it ends.
 
@@ -227,10 +231,11 @@ class Kernel:
         a folder of this run's own invocation, deleted when the run ends.
         """
         run_id = run_id or new_id()
+        owner = owner or OwnerRef(kind="agent", id="main")
+        check_owner(self.store, owner)  # a deleted owner starts nothing (OWNER_DELETED)
         if workspace and workdir is not None:
             self.environment.scopes.check_bindable(workdir, self.run_is_running)
         now = time.time()
-        owner = owner or OwnerRef(kind="agent", id="main")
         run_data = dict(data or {})
         run_data["owner"] = owner.to_dict()
         run_data["sandbox_backend"] = self.environment.sandbox_backend
@@ -349,7 +354,9 @@ class Kernel:
             assert handler is not None
             # Finish the call in the context scope it was made in (model calls have none).
             scope = state.request.get("context_scope", ctx.context_scope)
-            call_ctx = ctx if scope == ctx.context_scope else replace(ctx, context_scope=scope)
+            messages = state.request.get("message_scope")
+            call_ctx = ctx if scope == ctx.context_scope and messages == ctx.message_scope \
+                else replace(ctx, context_scope=scope, message_scope=messages)
             request = Request(
                 operation_id=state.operation_id, event_type=state.event_type,
                 exposed_name=state.request["exposed_name"],
@@ -359,6 +366,15 @@ class Kernel:
             )
             results.append(await self.pipeline.resume(state, request, handler))
         return results
+
+    def message_edits(self, ctx: InvocationContext) -> Mapping[str, str | None]:
+        """The committed effective text of every message of ``ctx``'s invocation a model
+        before-hook edited, by message id (000 §5.3); nothing to read when no before-hook
+        can see a model call."""
+        if ctx.context_scope is None or not any(
+                h.timing == "before" and h.event in ("model", "*") for h in self.hooks.hooks):
+            return {}
+        return self.context.edited_messages(message_scope(ctx.context_scope, ctx))
 
     def hook_outcomes(self, operation_id: str) -> list[HookOutcome]:
         """One ``HookOutcome`` per hook run of an operation, in chain order (before, then after).

@@ -25,7 +25,7 @@ STEPS = 30
 
 async def _run(url: str, tmp_path: Path) -> tuple[Runtime, str, NoteTaker]:
     model = NoteTaker(lambda request: STEPS, text=lambda k: f"line {k} " + "x" * 200)
-    rt = Runtime([AgentSpec(name="main", model=model, tools=(Note(),),
+    rt = Runtime([AgentSpec(name="main", model=model, tools=(Note(),), window=128_000,
                             limits=Limits(max_steps=STEPS + 1))],
                  store=url, workspace_root=tmp_path / "ws")
     result = await rt.run("take notes")
@@ -47,7 +47,7 @@ async def test_bytes_per_step_constant_model_history_stored_as_a_delta(
             state = OperationState.from_row(rows[f"t{turn}"], rt.store)
             messages = state.request["proposed_arguments"]["messages"]
             assert len(messages) == model.sent[turn - 1] == 2 * turn - 1
-            assert messages[0] == {"role": "user", "content": "take notes"}
+            assert messages[0] == {"role": "user", "content": "take notes", "id": "task"}
             envelope = stored_envelope(rows[f"t{turn}"], rt.store)
             assert envelope is not None and envelope.proposed_arguments == state.payload
     finally:
@@ -66,7 +66,7 @@ async def test_reading_a_delta_row_without_its_store_is_a_clear_error(tmp_path: 
         await rt.aclose()
 
 
-@pytest.mark.parametrize("limits", ["none", "window_and_quota"])
+@pytest.mark.parametrize("limits", ["window", "window_and_quota"])
 async def test_per_step_cost_flat_each_message_is_measured_once_for_budget_and_quota(
     limits: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,7 +84,7 @@ async def test_per_step_cost_flat_each_message_is_measured_once_for_budget_and_q
     monkeypatch.setattr(compaction, "message_to_dict", counting)
     limited = limits == "window_and_quota"
     agent = AgentSpec(name="main", model=NoteTaker(lambda request: STEPS), tools=(Note(),),
-                      window=10 ** 7 if limited else None,
+                      window=10 ** 7,  # every agent has a window (000 §4)
                       limits=Limits(max_steps=STEPS + 1,
                                     max_total_tokens=10 ** 9 if limited else None))
     rt = Runtime([agent], store="memory://", workspace_root=tmp_path / "ws")
@@ -94,4 +94,4 @@ async def test_per_step_cost_flat_each_message_is_measured_once_for_budget_and_q
         await rt.aclose()
     assert result.status == "succeeded"
     messages = 1 + 2 * STEPS + 1  # the task, a call and a result per step, the answer
-    assert len(measured) <= (messages if limited else 0)
+    assert len(measured) <= messages

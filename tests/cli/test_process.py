@@ -91,10 +91,11 @@ def test_cli_runs_stop_cancels_a_run_driven_by_another_process(tmp_path: Path, c
 
 
 def run_killed_during_exec(cli: Cli, config: Path, cwd: Path,
-                           others: frozenset[str] = frozenset()) -> str:
-    """Start `agentloom run` of ``config`` (whose model calls a long exec) and SIGKILL it once
-    the exec has started; the run's id."""
-    proc = spawn("run", str(config), "sleep a while", "--store", cli.store, "--json", cwd=cwd)
+                           others: frozenset[str] = frozenset(), *,
+                           task: str = "sleep a while") -> str:
+    """Start `agentloom run` of ``config`` (whose model calls a long exec) on ``task`` and
+    SIGKILL it once the exec has started; the run's id."""
+    proc = spawn("run", str(config), task, "--store", cli.store, "--json", cwd=cwd)
     try:
         return str(_wait_for_exec_started(cli, proc, others)["run_id"])
     finally:

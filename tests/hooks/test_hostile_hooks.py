@@ -342,7 +342,7 @@ async def test_i11_5_an_after_hook_patch_of_the_wrong_type_is_hook_patch_invalid
 
     g = await gateway(durable_store_url, tmp_path, {"main": TestModel()}, hooks=[
         model_hook("messages", lambda e: {"decision": "allow", "payload_patch": [
-            {"op": "replace", "path": "/payload/messages", "value": "hello"}]}),
+            {"op": "replace", "path": "/payload/messages/0/content", "value": 42}]}),
         model_hook("response", lambda e: {"decision": "allow", "payload_patch": [
             {"op": "replace", "path": "/result/content", "value": {"text": "hello"}}]},
             timing="after")])

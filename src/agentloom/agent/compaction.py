@@ -150,9 +150,12 @@ def compaction_request(plan: Plan, budget: Budget) -> ModelRequest:
                                   Message(role="user", content=transcript)), purpose="compaction")
 
 
-def compacted_messages(messages: Sequence[Message], plan: Plan, summary: str) -> list[Message]:
-    """The history with ``plan``'s span replaced by the summary; the span's user messages
-    (supplements) follow the summary, in order, word for word."""
+def compacted_messages(messages: Sequence[Message], plan: Plan, summary: str, *,
+                       summary_id: str | None = None) -> list[Message]:
+    """The history with ``plan``'s span replaced by the summary (message ``summary_id``); the
+    span's user messages (supplements) follow the summary, in order, word for word and with
+    their own ids, so a hook's edit of one still applies (000 §5.3)."""
     kept_users = [m for m in messages[plan.start:plan.end] if m.role not in ("assistant", "tool")]
-    return [*messages[:plan.start], Message(role="user", content=SUMMARY_PREFIX + summary),
+    return [*messages[:plan.start],
+            Message(role="user", content=SUMMARY_PREFIX + summary, id=summary_id),
             *kept_users, *messages[plan.end:]]

@@ -33,13 +33,21 @@ it is rebuilt from the committed calls.
 - Every request carries the agent's think and output-limit settings (``model_request``). An
   agent without tools of its own is offered none — not even ``result_read``, unless its
   history names a stored result (``offered_specs``) — so it runs on a model without tools.
+- Every message has a stable id within its invocation (``sys``, ``h<k>`` for earlier session
+  turns, ``task``, ``t<n>/u<k>`` supplements, ``t<n>/a`` the answer, ``t<n>/c<i>`` tool
+  results, ``t<n>/fix``, ``t<n>/summary``). A model before-hook's edit of a message is recorded
+  on that message's context record (``hooks.fields``); after every model call and every
+  compaction the loop re-materialises the edited texts from the committed records by id
+  (``ReactLoop(edits=…)``) — never by position, never by running the hook again — so every
+  later request, the compacted history and a recovered run show the effective version
+  (000 §5.3).
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
@@ -111,16 +119,21 @@ class LoopOutcome:
 
 
 SupplementSource = Callable[["Invocation", int], Awaitable[list[str]]]
+MessageEdits = Callable[[InvocationContext], Mapping[str, str | None]]
+"""The committed effective text of each edited message of an invocation, by message id
+(empty when no model before-hook can edit its requests): ``Kernel.message_edits``."""
 
 
 class ReactLoop:
     """Runs invocations; shared by the root and every Executor of a runtime."""
 
     def __init__(self, bus: EventBus, gateway: ModelGateway, *,
-                 supplements: SupplementSource | None = None) -> None:
+                 supplements: SupplementSource | None = None,
+                 edits: MessageEdits | None = None) -> None:
         self.bus = bus
         self.gateway = gateway
         self._supplements = supplements
+        self._edits = edits
 
     async def run(self, inv: Invocation, emit: EventSink | None = None) -> LoopOutcome:
         outcome = await self._run(inv, emit or _ignore)
@@ -147,7 +160,8 @@ class ReactLoop:
             if inv.root and self._supplements is not None:
                 extra = carried or await self._supplements(inv, n)
                 carried = []
-                inv.messages.extend(Message(role="user", content=t) for t in extra)
+                inv.messages.extend(Message(role="user", content=t, id=f"t{n}/u{k}")
+                                    for k, t in enumerate(extra))
             # prepare_model → compact_context (when the budget needs it) → call_model
             request = model_request(agent, inv.messages, defs, fmt)
             if budget is not None and sizes.tokens(request.messages, defs) > budget.input_limit:
@@ -160,11 +174,12 @@ class ReactLoop:
             with (call_window(budget.window, budget.output_reserve) if budget is not None
                   else contextlib.nullcontext()):
                 response = await self._call_model(inv, n, request, emit)
+            self._materialise(inv)  # a before-hook's edits of this request's messages last
             if isinstance(response, LoopOutcome):
                 return response
             if not response.tool_calls:
                 streak.reset()
-                inv.messages.append(assistant_message(response))
+                inv.messages.append(assistant_message(response, id=f"t{n}/a"))
                 # A supplement sent while this answer was generated is never dropped: the
                 # root takes another turn with it (000 §5.3).
                 if inv.root and self._supplements is not None and n < agent.limits.max_steps:
@@ -183,13 +198,13 @@ class ReactLoop:
                     return LoopOutcome("failed", None, error, steps=n,
                                        messages=tuple(inv.messages))
                 corrected = True  # the next turn is the corrective one
-                inv.messages.append(Message(role="user",
+                inv.messages.append(Message(role="user", id=f"t{n}/fix",
                                             content=agent.output.correction(checked)))
                 continue
             results = await self._batch(inv, n, response, emit)
-            inv.messages.append(assistant_message(response, results))
-            inv.messages.extend(tool_message(c, r) for c, r in zip(response.tool_calls, results,
-                                                                    strict=True))
+            inv.messages.append(assistant_message(response, results, id=f"t{n}/a"))
+            inv.messages.extend(tool_message(c, r, id=f"t{n}/c{i}") for i, (c, r) in
+                                enumerate(zip(response.tool_calls, results, strict=True)))
             exceeded = streak.turn(agent.name, n, response.tool_calls, results)
             if exceeded is not None:
                 return LoopOutcome("failed", None, exceeded, steps=n,
@@ -201,6 +216,26 @@ class ReactLoop:
             steps=agent.limits.max_steps, messages=tuple(inv.messages))
 
     # -- stages --------------------------------------------------------------------------
+    def _materialise(self, inv: Invocation) -> None:
+        """Show every committed edit of ``inv``'s messages in its history, by message id."""
+        edited = self._edited(inv, inv.messages)
+        if edited is not inv.messages:
+            inv.messages[:] = edited
+
+    def _edited(self, inv: Invocation, messages: Sequence[Message]) -> Sequence[Message]:
+        """``messages`` with each edited message's committed effective text (the same
+        sequence when nothing of it was edited)."""
+        edits = self._edits(inv.ctx) if self._edits is not None else None
+        if not edits:
+            return messages
+        out = list(messages)
+        changed = False
+        for i, m in enumerate(out):
+            if m.id is not None and m.id in edits and edits[m.id] != m.content:
+                out[i] = replace(m, content=edits[m.id])
+                changed = True
+        return out if changed else messages
+
     def _control(self, inv: Invocation) -> LoopOutcome | None:
         ctx = inv.ctx
         if ctx.cancel.is_set:
@@ -244,7 +279,9 @@ class ReactLoop:
             if inv.quota is not None:
                 inv.quota.charge(key, tokens_of(response, request.messages, inv.sizes))
             before = len(inv.messages)
-            inv.messages[:] = compacted_messages(inv.messages, plan, response.text or "")
+            inv.messages[:] = compacted_messages(inv.messages, plan, response.text or "",
+                                                 summary_id=f"t{n}/summary")
+            self._materialise(inv)  # the kept messages' edits, from the committed records
             sizes.forget_all_but(inv.messages)
             emit(RunEvent("context.compacted", ctx.run_id, time.time(), {
                 "role": ctx.role, "turn": n, "replaced": len(plan.replaced),
@@ -286,10 +323,13 @@ class ReactLoop:
                 last = exc.error
                 if exc.outcome == "unknown" and exc.error.external_outcome == "unknown":
                     continue  # no raw response was saved: generation is re-issued
+                # a before-hook's committed edits hold for the call issued again
+                request = replace(request, messages=tuple(self._edited(inv, request.messages)))
                 if exc.error.code in RESPONSE_INVALID_CODES:
                     # the model's output was malformed: tell it and let it answer again
                     request = replace(request, messages=(*request.messages, Message(
-                        role="user", content=f"[runtime] Your previous response was rejected: "
+                        role="user", id=f"t{n}/r{k}",
+                        content=f"[runtime] Your previous response was rejected: "
                         f"{exc.error.message}. Answer again.")))
                     continue
                 return LoopOutcome("failed", None, exc.error, steps=n,
@@ -372,7 +412,7 @@ def initial_messages(agent: AgentSpec, task: str, history: Sequence[Message] = (
         said = agent.output.instructions(output_formats(agent.model))
         system = f"{system}\n\n{said}" if system else said
     if system:
-        messages.append(Message(role="system", content=system))
-    messages.extend(history)
-    messages.append(Message(role="user", content=task))
+        messages.append(Message(role="system", content=system, id="sys"))
+    messages.extend(replace(m, id=f"h{k}") for k, m in enumerate(history))
+    messages.append(Message(role="user", content=task, id="task"))
     return messages

@@ -34,6 +34,7 @@ from agentloom.agent.events import RunEvent, run_events
 from agentloom.agent.failures import RecoveryPolicy, note_failure, retry_at
 from agentloom.agent.leases import holder_gone, is_interrupted, lease_left_s
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop, initial_messages
+from agentloom.agent.owners import OwnerDeletion, delete_owner, parse_owner
 from agentloom.agent.quota import TokenQuota
 from agentloom.agent.sessions import (
     SessionError,
@@ -68,6 +69,7 @@ from agentloom.results import TerminalRunStatus
 from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
 from agentloom.store import Op, Store, WriteSet
+from agentloom.store.owners import check_owner
 from agentloom.store.ports import Fence
 from agentloom.store.records import OperationRecord, RunRecord, get_run, operations, runs
 from agentloom.workspace.scope import WorkspaceScopeError
@@ -286,7 +288,8 @@ class Runtime:
         # the compiled catalog (tool schemas, descriptions) is part of what a run started with
         self.catalog_version = self.kernel.publish(
             self.release_id, tools, roles={a.name: a.tool_keys() for a in agents})
-        self.loop = ReactLoop(self.kernel.bus, self.kernel.models, supplements=self._supplements)
+        self.loop = ReactLoop(self.kernel.bus, self.kernel.models, supplements=self._supplements,
+                              edits=self.kernel.message_edits)
         self._live: dict[str, _Live] = {}
         self.kernel.bus.subscribe(self._on_notice)
 
@@ -329,6 +332,7 @@ class Runtime:
         (``WorkspaceScopeError`` ``WORKSPACE_BUSY``), or waits for it with ``wait``."""
         spec = self._agent(agent)
         owner = OwnerRef(kind="agent", id=agent, space_id=self.space_id)
+        check_owner(self.store, owner)  # before its session is taken (OWNER_DELETED)
         run_id = run_id or new_id()
         folder = workdir if workdir is not None else self.workdir
         while True:
@@ -496,6 +500,21 @@ class Runtime:
                 "cancelled", None, OperationError(code="RUN_STOPPED", category="cancelled",
                                                   message=reason)))
 
+    async def delete_owner(self, owner: OwnerRef | str, *, wait_s: float = 60.0,
+                           dry_run: bool = False) -> OwnerDeletion:
+        """Delete an agent or workflow (``OwnerRef`` or ``"agent:main"``) and everything of it
+        in this store and workspace root (000 §7.4; ``agent.owners``): new runs of it are
+        refused (``OWNER_DELETED``) first, its running runs stopped (``stop``) and awaited.
+        A second call is a no-op (``state == "already_deleted"``).
+
+        Raises:
+            OwnerDeletionPending: a run of it is still driven by a live process after
+                ``wait_s``, or its processes cannot be confirmed gone; call again.
+        """
+        ref = parse_owner(owner, space_id=self.space_id) if isinstance(owner, str) else owner
+        return await delete_owner(self.kernel, ref, stop=self.stop, wait_s=wait_s,
+                                  dry_run=dry_run)
+
     async def supplement(self, run_id: str, text: str) -> None:
         """Add user input for the root's next turn."""
         run = get_run(self.store, run_id)
@@ -591,7 +610,8 @@ class Runtime:
         slot = data.get("session_slot")
         if data.get("session_id") and slot is not None:  # its end frees the session
             await self.kernel.end_run(lease, outcome.status, data=data, with_ops=(close_op(
-                data["session_id"], slot, run_id=lease.run_id, task=data["task"],
+                data["session_id"], slot, run_id=lease.run_id,
+                task=effective_task(outcome, data["task"]),
                 status=outcome.status,
                 output=outcome.output if outcome.status == "succeeded" else None),))
         else:
@@ -612,8 +632,9 @@ class Runtime:
                 last = self.store.query("session_turns", {"session_id": session},
                                         order_by=("seq",), descending=True, limit=1)
                 seq = last[0]["seq"] + 1 if last else 0
-                turn = (turn_op(session, seq, run_id=lease.run_id, task=data["task"],
-                                 output=outcome.output),)
+                turn = (turn_op(session, seq, run_id=lease.run_id,
+                                task=effective_task(outcome, data["task"]),
+                                output=outcome.output),)
             try:  # a conflict is raised before anything is recorded or cleaned
                 await self.kernel.end_run(lease, outcome.status, data=data, with_ops=turn)
                 return
@@ -750,3 +771,13 @@ def list_runs(store: Store, limit: int = 50) -> list[dict[str, Any]]:
              "created_at": r.created_at, "updated_at": r.updated_at, "output": r.output,
              "interrupted": is_interrupted(r)}
             for r in runs(store, newest_first=True, limit=limit, lenient=True)]
+
+
+def effective_task(outcome: LoopOutcome, task: str) -> str:
+    """The task as the run's history ended up showing it: a model before-hook's lasting edit
+    (a redacted password) is what later runs of the session see as this turn (000 §5.3); the
+    run's own record keeps the raw task."""
+    for message in outcome.messages:
+        if message.id == "task" and message.content:
+            return message.content
+    return task

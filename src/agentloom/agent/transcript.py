@@ -36,8 +36,8 @@ def tool_defs(specs: Sequence[CapabilitySpec]) -> tuple[ToolDef, ...]:
     )
 
 
-def assistant_message(response: ModelResponse, executed: Sequence[OperationResult | None] = ()
-                      ) -> Message:
+def assistant_message(response: ModelResponse, executed: Sequence[OperationResult | None] = (),
+                      *, id: str | None = None) -> Message:
     """The assistant turn as history: the tool calls carry the *executed* arguments."""
     calls = []
     for i, call in enumerate(response.tool_calls):
@@ -48,10 +48,11 @@ def assistant_message(response: ModelResponse, executed: Sequence[OperationResul
             arguments = sorted_json(envelope.executed_arguments)
         calls.append(ToolCall(id=call.id, name=call.name, arguments=arguments, index=call.index))
     return Message(role="assistant", content=response.text or None, tool_calls=tuple(calls),
-                   reasoning=response.reasoning, reasoning_details=response.reasoning_details)
+                   reasoning=response.reasoning, reasoning_details=response.reasoning_details,
+                   id=id)
 
 
-def tool_message(call: ToolCall, envelope: OperationResult) -> Message:
+def tool_message(call: ToolCall, envelope: OperationResult, *, id: str | None = None) -> Message:
     """The tool message for one call: its real status and a text taken from the result."""
     text = envelope.describe()  # a failure reads "failed: …", "outcome unknown …", "denied …"
     ref = envelope.result_ref
@@ -64,5 +65,5 @@ def tool_message(call: ToolCall, envelope: OperationResult) -> Message:
             and envelope.executed_arguments != envelope.proposed_arguments:
         text = (f"{text}\n[note: a hook changed the arguments before execution; executed "
                 f"with {sorted_json(envelope.executed_arguments)}]")
-    return Message(role="tool", content=text, tool_call_id=call.id, name=call.name)
+    return Message(role="tool", content=text, tool_call_id=call.id, name=call.name, id=id)
 

@@ -38,6 +38,9 @@ class ResolvedCatalog:
     scope: str
     version: str
     specs: Mapping[str, CapabilitySpec] = field(compare=False, repr=False)
+    # what a hook of each hook point may change (``hooks.fields.fields_document``), published
+    # with the release: {"version": n, "points": [...]} (000 §2.2.4)
+    hook_fields: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def by_key(self, capability_key: str) -> CapabilitySpec:
         """The spec with this ``capability_key``.
@@ -82,6 +85,7 @@ class CapabilityRegistry:
         roles: Mapping[str, Sequence[str]],
         node_bindings: Mapping[str, Sequence[str]] | None = None,
         local_resources: Mapping[str, Mapping[str, Any]] | None = None,
+        hook_fields: Mapping[str, Any] | None = None,
     ) -> str:
         """Compile and publish a release; return its content version (SHA-256 hex).
 
@@ -89,7 +93,9 @@ class CapabilityRegistry:
         ``compile_schema(origin=spec.schema_origin)`` result. ``roles`` and
         ``node_bindings`` map a key to the capability keys its catalog shows, in
         that order. The version digests the compiled specs and both maps, so
-        publishing identical content again keeps the version.
+        publishing identical content again keeps the version. ``hook_fields`` (the versioned
+        writable-field schema of the hook points) is published beside the catalogs: every
+        resolved catalog carries it.
 
         Raises:
             CatalogError: ``DUPLICATE_CAPABILITY_KEY``, ``INVALID_EXPOSED_NAME``,
@@ -121,8 +127,10 @@ class CapabilityRegistry:
             for scope_key, keys in mapping.items():
                 scopes[(kind, scope_key)] = _scope_keys(release_id, kind, scope_key, keys)
         version = _digest(compiled, scopes)
+        fields = MappingProxyType(dict(hook_fields or {}))
         catalogs = {
-            scope: _catalog(release_id, version, scope, keys, compiled)
+            scope: dataclasses.replace(_catalog(release_id, version, scope, keys, compiled),
+                                       hook_fields=fields)
             for scope, keys in scopes.items()
         }
         with self._lock:

@@ -54,6 +54,28 @@ def result_record_id(operation_id: str) -> str:
     return f"result:{operation_id}"
 
 
+def message_record_id(message_id: str) -> str:
+    """The context record of the message with stable id ``message_id`` (000 §5.3)."""
+    return f"{MESSAGE_PREFIX}{message_id}"
+
+
+MESSAGE_PREFIX = "msg:"
+MESSAGE_KIND = "message"
+EXECUTED_KINDS = frozenset({"tool_call", "tool_result"})
+"""Records of executed history: frozen, only an attributed note may be appended (000 §5.1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageEdit:
+    """A hook's lasting edit of one message of a model request: the message's stable ``id``,
+    its ``role``, the text the hook saw (``before``) and the edited text (``after``)."""
+
+    id: str
+    role: str
+    before: str | None
+    after: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class ResultOps:
     """The ops storing a call's outcome in context, and the ``result_ref`` of its full text
@@ -100,6 +122,44 @@ class ContextManager:
             if seen is None or record.revision > seen.revision:
                 latest[record.record_id] = record
         return sorted(latest.values(), key=lambda r: (r.position, r.record_id))
+
+    def message_revisions(self, scope_id: str) -> dict[str, int]:
+        """The current revision of every message record of ``scope_id``, by message id (a
+        message never edited has none: its revision is 0)."""
+        return {r.record_id[len(MESSAGE_PREFIX):]: r.revision for r in self.view(scope_id)
+                if r.kind == MESSAGE_KIND}
+
+    def edited_messages(self, scope_id: str) -> dict[str, str | None]:
+        """The effective text of every edited message of ``scope_id``, by message id: what
+        every later request shows in place of the text the message was made with."""
+        return {r.record_id[len(MESSAGE_PREFIX):]: r.data.get("content")
+                for r in self.view(scope_id) if r.kind == MESSAGE_KIND}
+
+    # -- write-set preparation -----------------------------------------------------------
+    def message_edit_ops(self, edits: Sequence[MessageEdit], *, scope_id: str, run_id: str,
+                         source: str, operation_id: str) -> list[Op]:
+        """The next revision of each edited message's record (its first edit also stores the
+        raw text as revision 1): the insert is the CAS on the revision the edit was based on."""
+        if not edits:
+            return []
+        revisions = self.message_revisions(scope_id)
+        ops: list[Op] = []
+        for edit in edits:
+            record_id = message_record_id(edit.id)
+            base = revisions.get(edit.id, 0)
+            if base == 0:
+                ops.append(self.record_op(
+                    scope_id=scope_id, run_id=run_id, record_id=record_id, revision=1,
+                    kind=MESSAGE_KIND, position=edit.id,
+                    data={"id": edit.id, "role": edit.role, "content": edit.before,
+                          "source": "raw"}))
+                base = 1
+            ops.append(self.record_op(
+                scope_id=scope_id, run_id=run_id, record_id=record_id, revision=base + 1,
+                kind=MESSAGE_KIND, position=edit.id,
+                data={"id": edit.id, "role": edit.role, "content": edit.after, "source": source,
+                      "operation_id": operation_id, "base_revision": base}))
+        return ops
 
     # -- write-set preparation -----------------------------------------------------------
     def record_op(
@@ -165,10 +225,14 @@ class ContextManager:
                     f"context record {record_id!r} is at revision {current.revision}, "
                     f"the patch was based on {base}",
                 )
-            data = apply_ops(current.data, [PatchOp(c.op, c.path, c.value) for c in group])
-            if not isinstance(data, dict):
-                raise PatchInvalid("HOOK_PATCH_INVALID", f"record {record_id!r} must stay an object")
-            data["source"] = source
+            if current.kind in EXECUTED_KINDS:
+                data = _noted(current, group, source)
+            else:
+                data = apply_ops(current.data, [PatchOp(c.op, c.path, c.value) for c in group])
+                if not isinstance(data, dict):
+                    raise PatchInvalid("HOOK_PATCH_INVALID",
+                                       f"record {record_id!r} must stay an object")
+                data["source"] = source
             ops.append(
                 self.record_op(
                     scope_id=scope, run_id=run_id, record_id=record_id,
@@ -258,6 +322,26 @@ class ContextManager:
                 )
             )
         return ResultOps(ops, ref)
+
+
+def _noted(current: ContextRecord, changes: Sequence[ContextChange], source: str
+           ) -> dict[str, Any]:
+    """``current`` (a record of executed history) with the notes ``changes`` append, each
+    attributed to ``source``; any other change is ``HOOK_PATCH_PROTECTED`` (000 §5.1: frozen or
+    executed history is never rewritten, only annotated)."""
+    notes = list(current.data.get("notes") or [])
+    for change in changes:
+        if change.op != "add" or change.path != "/notes/-":
+            raise PatchInvalid(
+                "HOOK_PATCH_PROTECTED",
+                f"context record {current.record_id!r} is executed history: its arguments and "
+                f"facts cannot be changed ({change.op} {change.path!r}); only a note can be "
+                "appended (add /notes/- with a string)")
+        if not isinstance(change.value, str) or not change.value.strip():
+            raise PatchInvalid("HOOK_PATCH_INVALID",
+                               f"a note on {current.record_id!r} must be a non-empty string")
+        notes.append({"note": change.value, "source": source})
+    return {**current.data, "notes": notes}
 
 
 def _only_blob(stored: Mapping[str, Any] | None) -> tuple[str, int] | None:

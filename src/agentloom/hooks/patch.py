@@ -319,13 +319,20 @@ def normalise(
     call: CallRecord | None,
     writable: Sequence[str],
     payload_version: int,
+    records: Mapping[str, CallRecord] | None = None,
 ) -> ChangeSet:
     """Fold both patch forms into one checked change set, or raise ``PatchInvalid``.
 
     ``writable`` lists the event paths this hook point may change; anything else
     (ids, causation, type, owner, scope, run, role, lease, credentials, budget,
-    deadline, stop state, a result's status) is ``HOOK_PATCH_PROTECTED``.
+    deadline, stop state, a result's status) is ``HOOK_PATCH_PROTECTED``. ``call`` and
+    ``records`` are the context records that map onto the event (the current call's record;
+    a model request's messages, by stable id): a change to one of them becomes the payload
+    op it stands for, checked with the others.
     """
+    mapped: dict[str, CallRecord] = dict(records or {})
+    if call is not None:
+        mapped[call.record_id] = call
     ops: list[PatchOp] = []
     if payload_patch is not None:
         if (
@@ -341,7 +348,8 @@ def normalise(
     others: list[ContextChange] = []
     if context_patch is not None:
         for change in context_patch.changes:
-            if call is not None and change.record_id == call.record_id and not change.shared:
+            call = mapped.get(change.record_id) if not change.shared else None
+            if call is not None:
                 if change.base_revision != call.revision:
                     raise PatchInvalid(
                         "HOOK_PATCH_STALE",

@@ -97,6 +97,7 @@ MODEL_PAYLOAD_SCHEMA: dict[str, Any] = {
                     "name": _nullable("string"),
                     "reasoning": _nullable("string"),
                     "reasoning_details": {"type": ["array", "null"], "items": _open_object()},
+                    "id": {"type": "string"},
                 },
                 "required": ["role"],
                 "additionalProperties": False,
@@ -162,6 +163,8 @@ def message_to_dict(m: Message) -> dict[str, Any]:
         out["reasoning"] = m.reasoning
     if m.reasoning_details is not None:
         out["reasoning_details"] = plain(m.reasoning_details)
+    if m.id is not None:
+        out["id"] = m.id
     return out
 
 
@@ -308,20 +311,22 @@ def _details(value: Any, where: str) -> tuple[Mapping[str, Any], ...] | None:
     return tuple(dict(_object(d, f"{where}[{i}]")) for i, d in enumerate(_array(value, where)))
 
 
-_TEXT_FIELDS = frozenset({"role", "content", "tool_call_id", "name", "reasoning"})
+_TEXT_FIELDS = frozenset({"role", "content", "tool_call_id", "name", "reasoning", "id"})
 
 
 def _message_from_dict(data: Any, where: str) -> Message:
     if type(data) is dict and data.keys() <= _TEXT_FIELDS and data.get("role") in ROLES:
         # The common message: text fields only, each a string or absent — what the checks
         # below accept unchanged; anything else takes them, with their exact errors.
-        content, call_id, name, reasoning = (
-            data.get("content"), data.get("tool_call_id"), data.get("name"), data.get("reasoning"))
+        content, call_id, name, reasoning, mid = (
+            data.get("content"), data.get("tool_call_id"), data.get("name"), data.get("reasoning"),
+            data.get("id"))
         if ((content is None or type(content) is str) and (call_id is None or type(call_id) is str)
                 and (name is None or type(name) is str)
-                and (reasoning is None or type(reasoning) is str)):
+                and (reasoning is None or type(reasoning) is str)
+                and (mid is None or type(mid) is str)):
             return Message(role=data["role"], content=content, tool_call_id=call_id, name=name,
-                           reasoning=reasoning)
+                           reasoning=reasoning, id=mid)
     d = _object(data, where)
     role = d.get("role")
     if role not in ROLES:
@@ -335,6 +340,7 @@ def _message_from_dict(data: Any, where: str) -> Message:
         name=_get(d, "name", str, where),
         reasoning=_get(d, "reasoning", str, where),
         reasoning_details=_details(d.get("reasoning_details"), f"{where}.reasoning_details"),
+        id=_get(d, "id", str, where),
     )
 
 

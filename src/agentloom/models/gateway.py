@@ -35,7 +35,9 @@ own: the JSON forms (``models.codec``), adapters and presets, retries, hooks and
 
 Model calls are sent with the caller's ``context_scope`` cleared: the pipeline records a
 call's payload and result as ``tool_call`` / ``tool_result`` context records, which for a
-model call would copy the whole history into the context on every turn. The operation, its
+model call would copy the whole history into the context on every turn. They carry a
+``message_scope`` instead (``message_scope``): where a before-hook's lasting edits of the
+request's messages are recorded, by each message's stable id (000 §5.3, ``hooks.fields``). The operation, its
 Attempts, the raw and the effective response are stored as for any other call.
 """
 
@@ -92,6 +94,13 @@ MODEL_CALL_DENIED = "MODEL_CALL_DENIED"
 
 
 # -- names ---------------------------------------------------------------
+
+
+def message_scope(context_scope: str, context: Any) -> str:
+    """The scope of an invocation's message records: its role's context scope and its
+    invocation id (two invocations of one role keep their messages apart)."""
+    invocation = getattr(context, "invocation_id", None)
+    return f"{context_scope}/messages/{invocation}" if invocation else f"{context_scope}/messages"
 
 
 def model_key(name: str) -> str:
@@ -247,12 +256,15 @@ class ModelGateway:
                 run was stopped, or the effective response does not validate.
         """
         purpose = purpose if purpose is not None else request.purpose
-        if context.context_scope is not None:
+        scope = context.context_scope
+        if scope is not None:
             last = self._unscoped
             if last is not None and last[0] is context:
                 context = last[1]
             else:
-                unscoped = cast(CallerContext, dataclasses.replace(cast(Any, context), context_scope=None))
+                unscoped = cast(CallerContext, dataclasses.replace(
+                    cast(Any, context), context_scope=None,
+                    message_scope=message_scope(scope, context)))
                 self._unscoped, context = (context, unscoped), unscoped
         observed: dict[str, Any] = {
             "run_id": context.run_id, "role": context.role, "capability": model_key(model),

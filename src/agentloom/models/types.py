@@ -41,7 +41,9 @@ class ToolCall:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Message:
     """One message of the assembled history. ``reasoning`` / ``reasoning_details`` keep the
-    provider's reasoning channel so it can be echoed back when the preset requires it."""
+    provider's reasoning channel so it can be echoed back when the preset requires it. ``id``
+    is the message's stable id within its invocation (the agent loop sets it; hooks address a
+    message's context record by it, 000 §5.3); it is never sent to a provider."""
 
     role: Role
     content: str | None = None
@@ -50,6 +52,7 @@ class Message:
     name: str | None = None
     reasoning: str | None = None
     reasoning_details: tuple[Mapping[str, Any], ...] | None = None
+    id: str | None = field(default=None, compare=False)
     _payload: _PayloadMemo | None = field(default=None, init=False, repr=False, compare=False)
 
 

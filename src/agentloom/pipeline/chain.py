@@ -2,7 +2,12 @@
 
 Each hook runs on a read-only event; its decision and normalised change set are
 validated, applied and committed with the advanced cursor before the next hook
-runs. A deny ends the chain. A patch is checked against the hook point's shape
+runs. A deny ends the chain. A patch may change only what the hook point's versioned
+writable-field schema allows (``hooks.fields``; its version is recorded on every row): a model
+request's messages are never removed, moved or re-fielded, and an edit of one is recorded, in
+the same commit, as the next revision of that message's context record by its stable id, so
+it lasts (000 §5.3); a record of another, executed call only takes an attributed note. A patch
+is checked against the hook point's shape
 (the payload against the capability's input schema, a result against the result's
 form; a model call's payload also against the window set for the call, see
 ``hooks.shapes.check_window``) before it is used. The stop and the run deadline come
@@ -24,8 +29,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentloom.context.manager import call_record_id
+from agentloom.context.manager import MessageEdit, call_record_id, message_record_id
 from agentloom.errors import CatalogError, RevisionConflict
+from agentloom.hooks.fields import FIELDS_VERSION, check_model_ops, writable_paths
 from agentloom.hooks.patch import CallRecord, ChangeSet, PatchInvalid, apply_ops, normalise
 from agentloom.hooks.shapes import check_payload, check_result, check_window
 from agentloom.hooks.spec import FAILURE_STATUSES, HookSpec, Timing
@@ -37,10 +43,6 @@ from agentloom.store.ports import Op
 
 if TYPE_CHECKING:
     from agentloom.pipeline.call import Call
-
-BEFORE_WRITABLE = ("/payload",)
-AFTER_WRITABLE = ("/result/content", "/result/metadata", "/result/artifacts")
-
 
 class HookChain:
     """The hooks of one call at one timing, in order; ``run`` and ``resume`` return the
@@ -89,7 +91,7 @@ class HookChain:
             record: dict[str, Any] = {
                 "hook_id": hook.hook_id, "config_version": manager.version,
                 "input_version": state.payload_version, "status": run.status,
-                "diagnostic": run.diagnostic,
+                "diagnostic": run.diagnostic, "fields_version": FIELDS_VERSION,
             }
             if run.status == "abandoned":
                 record["ended_by"] = run.ended_by
@@ -224,16 +226,26 @@ class HookChain:
     ) -> tuple[ChangeSet, dict[str, Any], list[Op]]:
         call, timing = self.call, self.timing
         state, ctx = call.state, call.request.context
+        model = call.request.event_type == "model"
         record = None
         if ctx.context_scope is not None and timing == "before":
             record = CallRecord(call_record_id(state.operation_id), state.call_revision,
                                 "/arguments", "/payload")
+        messages: list[Any] = []
+        records: dict[str, CallRecord] = {}
+        if model and timing == "before":
+            messages = list(event["payload"].get("messages") or [])
+            if ctx.message_scope is not None and parsed.context_patch is not None:
+                records = self._message_records(messages)
         changes = normalise(
-            parsed.payload_patch, parsed.context_patch, call=record,
-            writable=BEFORE_WRITABLE if timing == "before" else AFTER_WRITABLE,
+            parsed.payload_patch, parsed.context_patch, call=record, records=records,
+            writable=writable_paths(timing, call.request.event_type),
             payload_version=state.payload_version,
         )
+        if model and timing == "before":
+            check_model_ops(changes.ops, messages)
         new_doc = apply_ops(event, changes.ops)
+        edits: list[MessageEdit] = []
         if timing == "before":
             payload = new_doc.get("payload")
             check_payload(payload)
@@ -244,9 +256,11 @@ class HookChain:
                     "HOOK_PATCH_INVALID",
                     "patched arguments do not match the schema: " + "; ".join(errors[:3]),
                 )
-            window = current_window() if call.request.event_type == "model" else None
+            window = current_window() if model else None
             if window is not None and changes.ops:
                 check_window(event["payload"], payload, window)
+            if model and changes.ops:
+                edits = _message_edits(messages, payload.get("messages") or [])
         else:
             check_result(new_doc.get("result"))
             try:
@@ -259,7 +273,26 @@ class HookChain:
             changes.context_changes, private_scope=ctx.context_scope,
             shared_scope=ctx.shared_scope, run_id=ctx.run_id, source=f"hook:{hook.hook_id}",
         )
+        if edits and ctx.message_scope is not None:  # lasting: every later request shows them
+            context_ops += call.pipeline.context.message_edit_ops(
+                edits, scope_id=ctx.message_scope, run_id=ctx.run_id,
+                source=f"hook:{hook.hook_id}", operation_id=state.operation_id)
         return changes, new_doc, context_ops
+
+    def _message_records(self, messages: list[Any]) -> dict[str, CallRecord]:
+        """The context records of a model request's messages (by stable id), each mapping onto
+        its message's ``/content`` in the payload, at its current revision (0: never edited)."""
+        scope = self.call.request.context.message_scope
+        assert scope is not None
+        revisions = self.call.pipeline.context.message_revisions(scope)
+        records = {}
+        for index, message in enumerate(messages):
+            mid = message.get("id") if isinstance(message, dict) else None
+            if isinstance(mid, str):
+                rid = message_record_id(mid)
+                records[rid] = CallRecord(rid, revisions.get(mid, 0), "/content",
+                                          f"/payload/messages/{index}/content")
+        return records
 
     def _accept_changes(self, new_doc: dict[str, Any], hook: HookSpec) -> list[Op]:
         state = self.call.state
@@ -310,6 +343,28 @@ class HookChain:
         if ctx.context_scope is not None:
             event["context"] = {"call_record": {"record_id": call_record_id(state.operation_id),
                                                 "revision": state.call_revision}}
+        elif ctx.message_scope is not None and self.timing == "before":
+            # a model request: each message's context record, for a context_patch by stable id
+            revisions = call.pipeline.context.message_revisions(ctx.message_scope)
+            event["context"] = {"message_records": [
+                {"index": i, "record_id": message_record_id(m["id"]),
+                 "revision": revisions.get(m["id"], 0)}
+                for i, m in enumerate(state.payload.get("messages") or [])
+                if isinstance(m, dict) and isinstance(m.get("id"), str)]}
         if self.timing == "after":
             event["result"] = state.result if state.result is not None else state.raw
         return event
+
+
+def _message_edits(before: list[Any], after: list[Any]) -> list[MessageEdit]:
+    """The messages of a model request whose text a patch changed, by stable id (the rules of
+    ``hooks.fields`` keep every existing message, its id and its role)."""
+    seen = {m["id"]: m for m in before if isinstance(m, dict) and isinstance(m.get("id"), str)}
+    edits = []
+    for message in after:
+        mid = message.get("id") if isinstance(message, dict) else None
+        old = seen.get(mid) if isinstance(mid, str) else None
+        if old is not None and message.get("content") != old.get("content"):
+            edits.append(MessageEdit(str(mid), str(old.get("role")), old.get("content"),
+                                     message.get("content")))
+    return edits

@@ -40,6 +40,9 @@ class InvocationContext:
     workspace_scope_id: str | None = None
     context_scope: str | None = None
     shared_scope: str | None = None
+    # A model call's: the scope of its invocation's message records, where a before-hook's
+    # lasting edits of the request's messages are recorded (000 §5.3; hooks.fields)
+    message_scope: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -131,6 +131,8 @@ class InvocationPipeline:
             payload=args,
             hooks_version=self.hooks.version,
         )
+        if ctx.message_scope is not None:  # where a model call's message edits are recorded
+            state.request["message_scope"] = ctx.message_scope
         base = self.commits.delta_base(ctx, spec.capability_key)
         if base is not None:
             base_id, base_args = base
