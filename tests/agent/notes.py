@@ -14,7 +14,7 @@ from agentloom.models.types import Finish, ModelRequest, ProviderEvent, TextDelt
 class NoteTaker:
     """Turn ``k`` (read off the history: the task, then a call and a result per turn) calls
     ``note`` with ``text(k)`` while ``k < steps(request)``, then answers ``done``. Records the
-    length of every history it was sent."""
+    length of every history it was sent, and every request."""
 
     model = "notes"
 
@@ -23,9 +23,11 @@ class NoteTaker:
         self.steps = steps
         self.text = text
         self.sent: list[int] = []
+        self.requests: list[ModelRequest] = []  # every request, as the provider would get it
 
     async def stream_once(self, request: ModelRequest, attempt: Any) -> AsyncIterator[ProviderEvent]:
         self.sent.append(len(request.messages))
+        self.requests.append(request)
         k = (len(request.messages) - 1) // 2
         if k < self.steps(request):
             yield ToolCallDelta(index=0, id=f"c{k}", name="note",

@@ -18,7 +18,6 @@ that records every request it is sent (what the provider would receive).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,44 +27,24 @@ import agentloom
 from agentloom import StrictInput, Tool, ToolContext
 from agentloom.agent import AgentSpec, Limits, Runtime
 from agentloom.hooks.fields import FIELDS_VERSION, fields_document
-from agentloom.models.types import Finish, ModelRequest, ProviderEvent, TextDelta, ToolCallDelta
 from agentloom.pipeline.records import OperationState
+
+from .notes import NoteTaker
 
 SECRET = "hunter2"
 REDACTED = "[redacted]"
 TOKEN = "tok_9f8e7d"
 
 
-class Recorder:
-    """Turn ``k`` calls ``note`` with ``texts[k]`` while there are texts, then answers
-    ``done``; keeps every request it was sent."""
+def recorder(texts: list[str]) -> NoteTaker:
+    """A scripted model: turn ``k`` calls ``note`` with ``texts[k]`` while there are texts, then
+    answers ``done``; it keeps every request it was sent."""
+    return NoteTaker(lambda request: len(texts), text=lambda k: texts[k])
 
-    model = "recorder"
 
-    def __init__(self, texts: list[str]) -> None:
-        self.texts = texts
-        self.requests: list[ModelRequest] = []
-
-    async def stream_once(self, request: ModelRequest, attempt: Any) -> AsyncIterator[ProviderEvent]:
-        self.requests.append(request)
-        k = sum(1 for m in request.messages if m.role == "assistant")
-        if k < len(self.texts):
-            yield ToolCallDelta(index=0, id=f"c{k}", name="note",
-                                arguments=json.dumps({"text": self.texts[k]}))
-            yield Finish("tool_calls")
-        else:
-            yield TextDelta("done")
-            yield Finish("stop")
-
-    async def discover(self, connection: Any = None) -> list[Any]:
-        return []
-
-    async def aclose(self) -> None:
-        return None
-
-    def seen(self) -> list[str]:
-        """Every request as one text, in order."""
-        return [json.dumps([m.content for m in r.messages]) for r in self.requests]
+def seen(model: NoteTaker) -> list[str]:
+    """Every request the model was sent, as one text each, in order."""
+    return [json.dumps([m.content for m in r.messages]) for r in model.requests]
 
 
 class NoteInput(StrictInput):
@@ -80,7 +59,7 @@ class Note(Tool[NoteInput]):
         return f"noted {args.text}" + (f"; session {TOKEN}" if args.text == "first" else "")
 
 
-def _runtime(url: str, tmp_path: Path, model: Recorder, hooks: list[Any]) -> Runtime:
+def _runtime(url: str, tmp_path: Path, model: NoteTaker, hooks: list[Any]) -> Runtime:
     return Runtime([AgentSpec(name="main", model=model, tools=(Note(),), window=100_000,
                               limits=Limits(max_steps=8))],
                    store=url, hooks=hooks, workspace_root=tmp_path / "ws",
@@ -122,16 +101,16 @@ async def test_s5_3_model_request_patch_is_what_every_later_request_shows(
                             "value": text.replace(SECRET, REDACTED).replace(TOKEN, REDACTED)})
         return {"decision": "allow", "payload_patch": ops}
 
-    model = Recorder(["first", "second"])
+    model = recorder(["first", "second"])
     rt = _runtime(durable_store_url, tmp_path, model, [redact])
     try:
         result = await rt.run(f"my password is {SECRET}; take two notes")
         assert result.status == "succeeded" and result.output == "done"
         assert len(calls) == 3
-        seen = model.seen()
-        assert all(SECRET not in s for s in seen), seen
+        seen_texts = seen(model)
+        assert all(SECRET not in s for s in seen_texts), seen_texts
         assert TOKEN in json.dumps(rt.store.query("operations", {"run_id": result.run_id}))
-        assert all(TOKEN not in s for s in seen[1:]), seen  # redacted in call 2, gone in 3
+        assert all(TOKEN not in s for s in seen_texts[1:]), seen_texts  # redacted in call 2, gone in 3
         # the loop's own history is the effective one: what it proposed to later calls
         ops = _model_ops(rt, result.run_id)
         assert SECRET not in _contents(ops[1].request["proposed_arguments"]["messages"])
@@ -170,12 +149,12 @@ async def test_s5_3_a_context_patch_by_stable_id_is_the_same_change(
             {"record_id": "msg:task", "op": "replace", "path": "/content",
              "value": text.replace(SECRET, REDACTED)}]}}
 
-    model = Recorder(["first"])
+    model = recorder(["first"])
     rt = _runtime(durable_store_url, tmp_path, model, [by_id])
     try:
         result = await rt.run(f"password {SECRET}")
         assert result.status == "succeeded"
-        assert all(SECRET not in s for s in model.seen())
+        assert all(SECRET not in s for s in seen(model))
         rows = _hook_rows(rt, "by-id")
         codes = [str((r["data"].get("patch_error") or {}).get("code")) for r in rows]
         assert sorted(codes) == ["HOOK_PATCH_STALE", "None"]  # call 1 applied, call 2 stale
@@ -202,7 +181,7 @@ async def test_s5_3_a_later_run_of_the_session_sees_the_edited_turn(
              "value": m["content"].replace(SECRET, REDACTED)}
             for i, m in enumerate(messages) if SECRET in (m.get("content") or "")]}
 
-    model = Recorder([])
+    model = recorder([])
     rt = _runtime(durable_store_url, tmp_path, model, [redact])
     try:
         first = await rt.run(f"my password is {SECRET}", session="s")
@@ -249,7 +228,7 @@ async def test_s5_1_an_executed_call_cannot_be_rewritten_only_annotated(
                 "changes": [{"record_id": first["record_id"], "op": "add", "path": "/notes/-",
                              "value": "reviewed: fine"}]}}
 
-    rt = _runtime(durable_store_url, tmp_path, Recorder(["first", "second"]), [rewrite, annotate])
+    rt = _runtime(durable_store_url, tmp_path, recorder(["first", "second"]), [rewrite, annotate])
     rt_box.append(rt)
     try:
         result = await rt.run("two notes")
@@ -298,7 +277,7 @@ async def test_s5_3_a_hook_cannot_drop_reorder_or_refield_the_users_input(
             return {"decision": "allow"}
         return {"decision": "allow", "payload_patch": PROTECTED_PATCHES[name]}
 
-    model = Recorder(["first"])
+    model = recorder(["first"])
     rt = _runtime(durable_store_url, tmp_path, model, [tamper])
     try:
         result = await rt.run(f"my password is {SECRET}")
@@ -324,7 +303,7 @@ async def test_s5_3_an_added_note_is_allowed_for_that_request_only(
             {"op": "add", "path": "/payload/messages/0",
              "value": {"role": "system", "content": "be brief"}}]}
 
-    model = Recorder(["first"])
+    model = recorder(["first"])
     rt = _runtime(durable_store_url, tmp_path, model, [note])
     try:
         result = await rt.run("one note")
@@ -339,7 +318,7 @@ async def test_s5_3_an_added_note_is_allowed_for_that_request_only(
 def test_s2_2_4_the_writable_field_schema_is_versioned_and_published_with_the_catalog(
     tmp_path: Path,
 ) -> None:
-    rt = _runtime(f"sqlite:///{tmp_path / 'a.db'}", tmp_path, Recorder([]), [])
+    rt = _runtime(f"sqlite:///{tmp_path / 'a.db'}", tmp_path, recorder([]), [])
     try:
         catalog = rt.kernel.registry.for_role(rt.release_id, "main")
         assert dict(catalog.hook_fields) == fields_document()
