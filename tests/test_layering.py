@@ -38,7 +38,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"bus"}),
     frozenset({"pipeline"}),
     frozenset({"hooks", "context"}),
-    frozenset({"models", "tools", "workspace", "sandbox"}),
+    frozenset({"models", "tools", "workspace", "sandbox", "mcp"}),
     frozenset({"store"}),
     frozenset({"errors", "ids", "results", "config", "catalog", "canonical", "yamlfile", "cancel",
                "attempts", "refs", "text", "folders", "limits"}),
@@ -49,7 +49,8 @@ hooks / context; domain managers; store; core."""
 PORTS: Mapping[str, frozenset[str]] = {
     # The ToolManager and ModelManager are the owners the bus routes tool and model calls to:
     # each hands the pipeline a CapabilityHandler, the port pipeline/ports.py declares.
-    "agentloom.pipeline.ports": frozenset({"models", "tools"}),
+    # The MCP tool handler (mcp/handler.py) implements it too.
+    "agentloom.pipeline.ports": frozenset({"models", "tools", "mcp"}),
 }
 """Port module -> the units below it that may import it (the ones that implement it)."""
 

@@ -11,6 +11,7 @@ exec result then says ``sandboxed: false``.
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -139,12 +140,25 @@ class RunEnvironment:
         return run_id not in self._unconfirmed
 
     async def _revoke(self, run_id: str, lease_epoch: int) -> RevocationReceipt:
-        if self._gateway is None:  # nothing was ever started
-            return RevocationReceipt(run_id=run_id, lease_epoch=lease_epoch, killed=0,
-                                     confirmed=True, at=time.time())
-        receipt = await self._gateway.revoke(run_id, lease_epoch)
+        receipt = await _revoke_stdio_servers(run_id, lease_epoch)
+        if self._gateway is not None:  # else no exec command was ever started
+            commands = await self._gateway.revoke(run_id, lease_epoch)
+            receipt = RevocationReceipt(
+                run_id=run_id, lease_epoch=lease_epoch, killed=receipt.killed + commands.killed,
+                confirmed=receipt.confirmed and commands.confirmed, at=commands.at)
         if receipt.confirmed:
             self._unconfirmed.discard(run_id)
         else:
             self._unconfirmed.add(run_id)
         return receipt
+
+
+async def _revoke_stdio_servers(run_id: str, lease_epoch: int) -> RevocationReceipt:
+    """The run's MCP stdio servers that are still running (their sessions were not closed):
+    stopped with the run's commands. Nothing is imported unless MCP was used."""
+    if "agentloom.mcp.sandboxed" not in sys.modules:
+        return RevocationReceipt(run_id=run_id, lease_epoch=lease_epoch, killed=0,
+                                 confirmed=True, at=time.time())
+    from agentloom.mcp.sandboxed import revoke_run
+
+    return await revoke_run(run_id, lease_epoch)

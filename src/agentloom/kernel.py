@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentloom.bus import EventBus
 from agentloom.cancel import CancelToken
@@ -48,6 +48,9 @@ from agentloom.tools.manager import ToolManager
 from agentloom.tools.sdk import Tool, ToolHandler
 from agentloom.workspace.cleanup import CleanupResult
 from agentloom.workspace.resolver import WorkspaceResolver
+
+if TYPE_CHECKING:
+    from agentloom.mcp import McpSessions, McpTool
 
 
 def tool_capability(
@@ -86,7 +89,8 @@ class Kernel:
 
     Owns: wiring the one path every capability takes (000 §3), publishing capabilities, and the
     run facts the pipeline fences its commits with (run row, ``RunLease``): every write of a
-    run row — start, lease renewal and release, end — with its shape and its fence. Does not
+    run row — start, lease renewal and release, end — with its shape and its fence; closing a
+    run's MCP sessions when it ends or lets its lease go (``mcp_sessions``). Does not
     own: the agent loop, sessions or run retries (``agent/``), nor any capability's behaviour.
 
     The advanced layer, not the front door: ``agentloom.Runtime`` builds one (``rt.kernel``)
@@ -136,12 +140,14 @@ class Kernel:
         self.bus.register_owner("model", self.model_manager)
         self.models = ModelGateway(self.bus, self.model_manager)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self._mcp: McpSessions | None = None
 
     # -- catalog -----------------------------------------------------------------------
     def publish(
         self,
         release_id: str,
-        tools: Sequence[tuple[CapabilitySpec, CapabilityHandler] | Tool[Any] | str | CapabilitySpec],
+        tools: Sequence[tuple[CapabilitySpec, CapabilityHandler] | Tool[Any] | str | CapabilitySpec
+                        | McpTool],
         *,
         roles: Mapping[str, Sequence[str]],
     ) -> str:
@@ -174,9 +180,12 @@ class Kernel:
         return self.delegations if spec.handler_ref.startswith("delegate:") else self.tools
 
     def _capability(
-        self, tool: tuple[CapabilitySpec, CapabilityHandler] | Tool[Any] | str | CapabilitySpec,
+        self, tool: tuple[CapabilitySpec, CapabilityHandler] | Tool[Any] | str | CapabilitySpec
+        | McpTool,
         release_id: str,
     ) -> tuple[CapabilitySpec, CapabilityHandler]:
+        if isinstance(tool, tuple):
+            return tool
         if isinstance(tool, str):
             return self.environment.builtin(tool, release_id)
         if isinstance(tool, Tool):
@@ -188,7 +197,23 @@ class Kernel:
                     f"{tool.capability_key!r} has no registered handler; pass a (spec, handler) "
                     "pair, or add a model connection with Kernel.add_model first")
             return tool, handler
-        return tool
+        # what is left is an MCP server's tool (the ``mcp`` SDK is imported only for one)
+        from agentloom.mcp import McpToolHandler
+
+        return tool.spec(release_id), McpToolHandler(tool, self.mcp_sessions)
+
+    @property
+    def mcp_sessions(self) -> McpSessions:
+        """The MCP sessions of this kernel's runs (one per run and server), made on first use:
+        a kernel without MCP tools never imports the ``mcp`` SDK."""
+        if self._mcp is None:
+            from agentloom.mcp import McpSessions
+
+            scopes = self.environment.scopes
+            self._mcp = McpSessions(
+                notify=self.bus.notify, backend=self.environment.sandbox_backend,
+                policy=self.environment.policy, workspace_of=lambda sid: scopes.path(scopes.get(sid)))
+        return self._mcp
 
     # -- models --------------------------------------------------------------------------
     def add_model(
@@ -284,8 +309,11 @@ class Kernel:
                 cleaned, so the caller may try again with other ops.
         """
         facts = {} if data is None else {"data": dict(data)}
-        await self._commit_run(lease, {"run_id": lease.run_id, "status": status,
-                                       "updated_at": time.time(), **facts}, *with_ops)
+        try:
+            await self._commit_run(lease, {"run_id": lease.run_id, "status": status,
+                                           "updated_at": time.time(), **facts}, *with_ops)
+        finally:  # its MCP servers stop before its folders are cleaned (or when it was taken over)
+            await self._close_mcp(lease.run_id)
         return await self.environment.end_run(lease.run_id, lease.lease_epoch)
 
     async def release_run(self, lease: RunLease, *, data: Mapping[str, Any] | None = None) -> None:
@@ -296,8 +324,15 @@ class Kernel:
             FencedOut: another holder took the run over; nothing was recorded.
         """
         facts = {} if data is None else {"data": dict(data)}
-        await self._commit_run(lease, {"run_id": lease.run_id, "updated_at": time.time(),
-                                       **facts, "lease_expires_at": 0.0})
+        try:
+            await self._commit_run(lease, {"run_id": lease.run_id, "updated_at": time.time(),
+                                           **facts, "lease_expires_at": 0.0})
+        finally:  # an MCP session is bound to its lease: the next holder opens its own
+            await self._close_mcp(lease.run_id)
+
+    async def _close_mcp(self, run_id: str) -> None:
+        if self._mcp is not None:
+            await self._mcp.close_run(run_id)
 
     async def renew_lease(self, lease: RunLease, *, lease_ttl_s: float = 60.0) -> None:
         """Extend the lease to ``lease_ttl_s`` from now (its holder does, while it drives the run).

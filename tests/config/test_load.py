@@ -385,7 +385,7 @@ def test_config_error_names_key_and_fix_for_an_unknown_key_listing_the_allowed_k
     assert ("agents.main.retrys: unknown key 'retrys'; did you mean 'retry'? allowed keys at agents.main: "
             "description, executors, hooks, instructions, limits, model, output, retry, tools") in lines
     assert ("skills: unknown key 'skills'; allowed keys at the top level: "
-            "agents, connections, recovery, sandbox, version, workspace") in lines
+            "agents, connections, mcp_servers, recovery, sandbox, version, workspace") in lines
 
 
 def test_config_error_names_key_and_fix_for_an_unknown_key_inside_a_model_choice(tmp_path: Path) -> None:

@@ -20,11 +20,12 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agentloom.agent.config_mcp import mcp_entry_tools, where_of
 from agentloom.config import (
     AgentConfig,
     Config,
@@ -38,6 +39,7 @@ from agentloom.config import (
     did_you_mean,
     key_path,
 )
+from agentloom.config.mcp import mcp_entry_parts
 from agentloom.errors import ConfigError
 from agentloom.hooks.spec import HandlerRef, HookMatch, HookSpec
 from agentloom.models.budget import build_descriptor, resolve_descriptor
@@ -54,6 +56,9 @@ from agentloom.models.types import (
 )
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.tools.sdk import Tool
+
+if TYPE_CHECKING:
+    from agentloom.mcp import McpTool
 
 __all__ = ["agent_tools", "check_config", "hook_functions", "hook_specs", "max_output_tokens",
            "model_descriptor", "model_source", "retry_policy", "sdk_tools", "think_params"]
@@ -309,15 +314,24 @@ def sdk_tools(config: Config, agent_name: str) -> list[Tool[Any]]:
     return [t for t in agent_tools(config, agent_name) if isinstance(t, Tool)]
 
 
-def agent_tools(config: Config, agent_name: str) -> list[str | Tool[Any]]:
-    """The agent's tools in the order listed: built-in names as strings, SDK tools imported —
-    the form ``Kernel.publish`` takes.
+def agent_tools(config: Config, agent_name: str,
+                mcp: Sequence[McpTool] | None = None) -> list[str | Tool[Any] | McpTool]:
+    """The agent's tools in the order listed: built-in names as strings, SDK tools imported,
+    the MCP tools of ``mcp`` (``config_mcp.mcp_catalog``) its ``mcp.<server>.<tool>`` entries
+    select (left out when ``mcp`` is ``None``) — the form ``Kernel.publish`` takes.
 
     Raises:
-        ConfigError: as for ``sdk_tools``.
+        ConfigError: as for ``sdk_tools``; ``MCP_TOOL_NOT_LISTED`` for an MCP entry naming a
+            tool its server does not list.
     """
-    out: list[str | Tool[Any]] = []
+    out: list[str | Tool[Any] | McpTool] = []
+    seen: set[str] = set()
     for i, entry in enumerate(config.agent(agent_name).tools):
+        if mcp_entry_parts(entry) is not None:
+            chosen = mcp_entry_tools(entry, mcp, where_of(agent_name, i)) if mcp is not None else []
+            out.extend(t for t in chosen if t.capability_key not in seen)
+            seen.update(t.capability_key for t in chosen)
+            continue
         if ":" not in entry:
             out.append(entry)
             continue

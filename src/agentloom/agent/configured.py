@@ -7,7 +7,8 @@
     result = await runtime.run("list the files", agent="main")
 
 Everything a configuration names is resolved *here*, before any run starts: each agent's model
-(``config_parts.model_source``), its tools (built-in names plus the ``module:attr`` SDK tools),
+(``config_parts.model_source``), its tools (built-in names, the ``module:attr`` SDK tools and the
+``mcp.<server>.<tool>`` tools of the MCP servers, listed now: ``config_mcp``),
 its executors, retry policy, limits, instructions, context window W and output reserve O
 (``config_parts.model_descriptor``: configured, documented by the preset, or read from the
 provider's model listing — an agent whose window nobody knows is refused); the hooks
@@ -27,6 +28,7 @@ import os
 import sys
 from pathlib import Path
 
+from agentloom.agent.config_mcp import mcp_catalog
 from agentloom.agent.config_parts import (
     agent_tools,
     check_config,
@@ -58,7 +60,7 @@ def store_url_for(config: Config, store: str | None = None) -> str:
     return store or os.environ.get(STORE_ENV) or config.default_store_url()
 
 
-def agent_specs(config: Config) -> list[AgentSpec]:
+def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None) -> list[AgentSpec]:
     """One ``AgentSpec`` per configured agent, in file order, after ``check_config``.
 
     Raises:
@@ -66,8 +68,13 @@ def agent_specs(config: Config) -> list[AgentSpec]:
             a model's API key variable is unset, or a ``module:attr`` tool does not import; the
             message names the key. ``CONFIG_INVALID`` (every agent's at once) when an agent's
             window is unknown or wider than what is known: ``agents.<agent>.model.window``.
+            An MCP server an agent names that cannot be listed (``mcp_servers.<server>``, its
+            MCP or sandbox code), or a tool it does not list (``MCP_TOOL_NOT_LISTED``).
     """
     check_config(config)
+    # the MCP servers agents name are listed now: their tools are this release's catalog
+    mcp = mcp_catalog(config, backend=sandbox_backend or config.sandbox.backend,
+                      policy=environment_policy(config))
     specs: list[AgentSpec] = []
     problems: list[Problem] = []
     for name, agent in config.agents.items():
@@ -83,7 +90,7 @@ def agent_specs(config: Config) -> list[AgentSpec]:
             name=name,
             model=model,
             instructions=agent.instructions,
-            tools=tuple(agent_tools(config, name)),
+            tools=tuple(agent_tools(config, name, mcp)),
             executors=tuple(agent.executors),
             retry=retry_policy(agent),
             limits=Limits(
@@ -133,7 +140,7 @@ def runtime_from_config(
     """
     _importable(config.base_dir)
     url = store_url_for(config, store)  # the SQLite store makes its own folders (0711)
-    specs = agent_specs(config)
+    specs = agent_specs(config, sandbox_backend=sandbox_backend)
     hooks = hook_specs(config)
     functions = hook_functions(config)
     return Runtime(specs, store=url, hooks=hooks, hook_functions=functions,

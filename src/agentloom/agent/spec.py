@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -20,6 +20,9 @@ from agentloom.models.presets import capabilities_for
 from agentloom.models.types import ModelDescriptor, ModelRequest, ThinkParams
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.tools.sdk import Tool
+
+if TYPE_CHECKING:
+    from agentloom.mcp import McpTool
 
 __all__ = ["DELEGATE_PREFIX", "AgentSpec", "Limits", "delegate_key"]
 
@@ -89,7 +92,7 @@ class AgentSpec:
     model: ModelAdapter | Connection
     instructions: str = ""
     description: str = ""  # what a Planner is told about this agent as an Executor
-    tools: tuple[str | Tool[Any], ...] = ()
+    tools: tuple[str | Tool[Any] | McpTool, ...] = ()
     executors: tuple[str, ...] = ()
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     limits: Limits = field(default_factory=Limits)

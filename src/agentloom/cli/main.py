@@ -29,6 +29,7 @@ from agentloom.cli import render
 from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, UsageFailure
 from agentloom.cli.jsonl import append_jsonl
 from agentloom.cli.live import drive, run_sync
+from agentloom.cli.mcp import mcp_app
 from agentloom.cli.output import (
     ReportingGroup,
     print_json,
@@ -58,6 +59,7 @@ app = typer.Typer(name="agentloom", cls=ReportingGroup, no_args_is_help=True, ad
 runs_app = typer.Typer(no_args_is_help=True, help="Inspect and control runs in a store.")
 app.add_typer(runs_app, name="runs")
 app.add_typer(owners_app, name="owners")
+app.add_typer(mcp_app, name="mcp")
 
 
 def _print_version(value: bool) -> None:

@@ -39,6 +39,7 @@ from pydantic import (
 
 from agentloom.catalog import compile_schema
 from agentloom.config._problems import Problem, config_error, did_you_mean, key_path, shown
+from agentloom.config.mcp import MCP_TAGS, McpServerConfig, mcp_entry_parts
 from agentloom.errors import CatalogError, ConfigError
 from agentloom.limits import leaves_input_room
 
@@ -112,13 +113,14 @@ def _url(value: str) -> str:
 
 
 def _tool_entry(value: str) -> str:
-    if value in BUILTIN_TOOLS or _REF.match(value):
+    if value in BUILTIN_TOOLS or _REF.match(value) or mcp_entry_parts(value):
         return value
     if value in _ALWAYS_OFFERED:
         raise ValueError(f"{value!r} is offered to every agent already; remove it")
     raise ValueError(
         f"unknown tool {value!r}; {did_you_mean(value, BUILTIN_TOOLS)}built-ins are "
-        f"{', '.join(BUILTIN_TOOLS)}; an SDK tool is written 'package.module:attribute'"
+        f"{', '.join(BUILTIN_TOOLS)}; an SDK tool is written 'package.module:attribute', an MCP "
+        "tool 'mcp.<server>.<tool>' (or a glob such as 'mcp.git.*')"
     )
 
 
@@ -185,6 +187,7 @@ MODEL_TAGS: dict[str, type[BaseModel]] = {
     _CONNECTION_TAG: ConnectionModelChoice,
     _TEST_TAG: TestModelChoice,
     _SCRIPT_TAG: ScriptModelChoice,
+    **MCP_TAGS,  # so error paths leave the mcp_servers transport tag out too
 }
 _BUILTIN_MODELS = {"test": _TEST_TAG, "script": _SCRIPT_TAG}
 _MODEL_FORMS = ("{connection: <connection name>, name: <model id>}, {builtin: test} or "
@@ -427,6 +430,8 @@ class Config(_Strict):
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     recovery: RecoveryConfig = Field(default_factory=RecoveryConfig)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """MCP servers whose tools agents list as ``mcp.<server>.<tool>`` (docs/mcp.md)."""
 
     _base_dir: Path = PrivateAttr(default_factory=lambda: Path.cwd().resolve())
     _origin: str = PrivateAttr(default="<config>")
@@ -502,7 +507,8 @@ def cross_problems(config: Config) -> list[Problem]:
     """Every problem that needs more than one key to see, in file order (those that need a
     provider preset or the script parser are found at build time)."""
     problems: list[Problem] = []
-    for section, names in (("connections", config.connections), ("agents", config.agents)):
+    for section, names in (("connections", config.connections), ("agents", config.agents),
+                           ("mcp_servers", config.mcp_servers)):
         for name in names:
             if not _NAME.match(name):
                 problems.append(Problem(key_path((section, name)),
@@ -513,6 +519,7 @@ def cross_problems(config: Config) -> list[Problem]:
         at = key_path(("agents", name))
         _model_problems(config, agent.model, f"{at}.model", problems)
         _duplicates(agent.tools, f"{at}.tools", problems)
+        _mcp_tool_problems(config, agent.tools, f"{at}.tools", problems)
         _executor_problems(config, name, agent, at, problems)
         for i, hook in enumerate(agent.hooks):
             where = f"{at}.hooks[{i}]"
@@ -565,6 +572,17 @@ def _duplicates(entries: tuple[str, ...], at: str, problems: list[Problem]) -> N
             problems.append(Problem(f"{at}[{i}]", f"{entry!r} is listed twice (also at [{first[entry]}]); "
                                     "remove one"))
         first.setdefault(entry, i)
+
+
+def _mcp_tool_problems(config: Config, entries: tuple[str, ...], at: str,
+                       problems: list[Problem]) -> None:
+    for i, entry in enumerate(entries):
+        parts = mcp_entry_parts(entry)
+        if parts is not None and parts[0] not in config.mcp_servers:
+            known = list(config.mcp_servers)
+            problems.append(Problem(f"{at}[{i}]", f"no MCP server named {parts[0]!r}; "
+                                    f"{did_you_mean(parts[0], known)}defined: "
+                                    f"{', '.join(known) or 'none (add one under mcp_servers)'}"))
 
 
 def _executor_problems(config: Config, name: str, agent: AgentConfig, at: str,

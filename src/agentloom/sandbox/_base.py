@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from agentloom.ids import new_id
@@ -71,6 +71,8 @@ class ProcessGateway:
         self._ever_ran: dict[str, int] = {}  # run_id -> lowest epoch that ever executed
         self._current_epoch: dict[str, int] = {}
         self._revoked_through: dict[str, int] = {}
+        #: Other processes of runs (``stdio.StdioServers``): revoked with the executions.
+        self._extra_revokers: list[Callable[[str, int], Awaitable[tuple[int, bool]]]] = []
         configured = sorted(name for name in policy.env if is_stripped(name))
         if configured:
             log.warning("sandbox policy lists variables that are never set: %s", ", ".join(configured))
@@ -196,6 +198,9 @@ class ProcessGateway:
         all_done = await _wait_done(targets, CONFIRM_TIMEOUT_S + 5.0)
         killed = sum(1 for e in running if e.result is not None and e.result.killed_by_revoke)
         confirmed = not ran or (all_done and all(e.recheck_confirmed() for e in targets))
+        for extra in self._extra_revokers:
+            more, gone = await extra(run_id, lease_epoch)
+            killed, confirmed = killed + more, confirmed and gone
         with self._lock:
             for e in targets:
                 if e.confirmed:

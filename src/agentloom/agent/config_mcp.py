@@ -1,0 +1,78 @@
+"""The MCP part of building a runtime from a configuration: list the servers agents name, and
+turn ``mcp.<server>.<tool>`` entries (globs allowed) into the listed tools.
+
+Servers are connected and listed once, when the runtime is built (``agentloom.mcp.discover``):
+the tools found are the release's catalog, frozen for its runs (000 §2.1). Only servers some
+agent names are started. A server that cannot be started or reached, or an entry naming a tool
+its server does not list, is a ``ConfigError`` naming the key — never a failure mid-run.
+
+Owns: MCP entries at build time. Does not own: the ``mcp_servers`` shape (``config.mcp``),
+connecting or listing (``agentloom.mcp``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from agentloom.config import Config, did_you_mean, key_path
+from agentloom.config.mcp import mcp_entry_parts
+from agentloom.errors import AgentLoomError, ConfigError
+from agentloom.sandbox.ports import EnvironmentPolicy, SandboxBackend
+
+if TYPE_CHECKING:
+    from agentloom.mcp import McpTool
+
+__all__ = ["mcp_catalog", "mcp_entry_tools", "where_of"]
+
+_GLOB = frozenset("*?[")
+
+
+def mcp_catalog(config: Config, *, backend: SandboxBackend,
+                policy: EnvironmentPolicy | None = None) -> list[McpTool]:
+    """Every tool of the MCP servers the agents name, listed now (nothing when none is named).
+
+    Raises:
+        ConfigError: a server could not be started, reached or spoken to; the message names
+            ``mcp_servers.<server>`` and the code is the MCP or sandbox one.
+    """
+    used = {parts[0] for agent in config.agents.values() for entry in agent.tools
+            if (parts := mcp_entry_parts(entry)) is not None}
+    if not used:
+        return []
+    from agentloom.mcp import discover  # the mcp SDK is imported only when a server is used
+
+    servers = {name: server for name, server in config.mcp_servers.items() if name in used}
+    workspace = config.resolve_path(config.workspace.bind) if config.workspace.bind else None
+    try:
+        listings = discover(servers, base_dir=config.base_dir, backend=backend, policy=policy,
+                            workspace=workspace)
+    except AgentLoomError as exc:
+        raise ConfigError(f"{config.origin}: mcp_servers: {exc.error.message}",
+                          code=exc.code) from None
+    return [tool for listing in listings for tool in listing.tools]
+
+
+def mcp_entry_tools(entry: str, listed: Sequence[McpTool], where: str) -> list[McpTool]:
+    """The listed tools ``entry`` (``mcp.<server>.<tool>`` or a glob) selects.
+
+    Raises:
+        ConfigError: ``MCP_TOOL_NOT_LISTED`` when an entry without a glob names a tool its
+            server does not list (the message names ``where`` and what the server lists).
+    """
+    from agentloom.mcp import select
+
+    parts = mcp_entry_parts(entry)
+    assert parts is not None
+    chosen = select(listed, [entry])
+    if not chosen and not _GLOB & set(parts[1]):
+        offered = [t.name for t in listed if t.server == parts[0]]
+        raise ConfigError(
+            f"{where}: MCP server {parts[0]!r} lists no tool {parts[1]!r}; "
+            f"{did_you_mean(parts[1], offered)}it lists: {', '.join(offered) or 'no tools'}",
+            code="MCP_TOOL_NOT_LISTED")
+    return chosen
+
+
+def where_of(agent: str, index: int) -> str:
+    return f"{key_path(('agents', agent))}.tools[{index}]"

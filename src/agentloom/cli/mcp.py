@@ -1,0 +1,135 @@
+"""``agentloom mcp list CONFIG`` and ``agentloom mcp call CONFIG SERVER TOOL --args JSON``: the
+configured MCP servers, their negotiated protocol and tools, and one call for debugging.
+docs/cli.md and docs/mcp.md are the reference.
+
+Both connect as a run would (stdio servers through the launcher of ``sandbox.backend``, HTTP
+servers with their headers, ``${VAR}`` read from the environment now) but outside any run:
+nothing is recorded in a store, no hook runs. A stdio server starts in the folder
+``workspace.bind`` names, else in a fresh empty folder deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, UsageFailure
+from agentloom.cli.output import print_json, say, setup_logging, stdout_console
+from agentloom.config import Config, load_config
+
+__all__ = ["mcp_app"]
+
+mcp_app = typer.Typer(no_args_is_help=True, help="List and call the MCP servers of a config.")
+
+_CONFIG = Annotated[Path, typer.Argument(metavar="CONFIG", help="The config file.",
+                                         show_default=False)]
+_JSON = Annotated[bool, typer.Option("--json", help="Print one JSON value on stdout, nothing else.")]
+
+
+def _workspace(config: Config) -> Path | None:
+    return config.resolve_path(config.workspace.bind) if config.workspace.bind else None
+
+
+@mcp_app.command("list")
+def mcp_list(config: _CONFIG, as_json: _JSON = False) -> None:
+    """Connect to every server of mcp_servers and show its negotiated protocol version, server
+    name and version, and its tools with their capability keys (mcp.<server>.<tool>) and the
+    names the model sees (mcp__<server>__<tool>). Exit 1 when a server cannot be listed."""
+    setup_logging()
+    loaded = load_config(config)
+    from agentloom.agent.configured import environment_policy
+    from agentloom.mcp import discover
+
+    listings = discover(loaded.mcp_servers, base_dir=loaded.base_dir,
+                        backend=loaded.sandbox.backend, policy=environment_policy(loaded),
+                        workspace=_workspace(loaded))
+    if as_json:
+        print_json([listing.to_dict() for listing in listings])
+        raise typer.Exit(EXIT_OK)
+    out = stdout_console()
+    if not listings:
+        say(out, "no MCP servers in ", str(config))
+    for listing in listings:
+        record = listing.record
+        say(out, f"{listing.server}  {record.transport}  protocol {record.protocol_version}  "
+                 f"{record.server_name} {record.server_version}  {len(listing.tools)} tool(s)")
+        for tool in listing.tools:
+            summary = (tool.title or tool.description).splitlines()[0] if (
+                tool.title or tool.description) else ""
+            say(out, f"  {tool.capability_key}  ({tool.to_dict()['exposed_name']})  {summary}")
+    raise typer.Exit(EXIT_OK)
+
+
+@mcp_app.command("call")
+def mcp_call(
+    config: _CONFIG,
+    server: Annotated[str, typer.Argument(metavar="SERVER", help="A name under mcp_servers.",
+                                          show_default=False)],
+    tool: Annotated[str, typer.Argument(metavar="TOOL", help="The tool's name on the server.",
+                                        show_default=False)],
+    args: Annotated[str, typer.Option("--args", metavar="JSON",
+                                      help="The arguments, one JSON object.")] = "{}",
+    as_json: _JSON = False,
+) -> None:
+    """Call TOOL of SERVER once, outside any run (nothing recorded, no hooks), and print the
+    result as a run would record it. Exit 1 when the result is not succeeded."""
+    setup_logging()
+    loaded = load_config(config)
+    if server not in loaded.mcp_servers:
+        raise UsageFailure(f"no MCP server named {server!r} in {config}; defined: "
+                           f"{', '.join(loaded.mcp_servers) or 'none'}", code="MCP_SERVER_UNKNOWN")
+    try:
+        arguments = json.loads(args)
+    except json.JSONDecodeError as exc:
+        raise UsageFailure(f"--args is not JSON: {exc}", code="USAGE_ERROR") from None
+    if not isinstance(arguments, dict):
+        raise UsageFailure("--args must be a JSON object", code="USAGE_ERROR")
+    result = asyncio.run(_call(loaded, server, tool, arguments))
+    if as_json:
+        print_json(result)
+    else:
+        out = stdout_console()
+        say(out, f"{result['status']}")
+        for block in result["content"]:
+            say(out, block["text"] if block["type"] == "text" else json.dumps(block.get("data")))
+        if result["error"]:
+            say(out, f"error: {result['error']['code']}: {result['error']['message']}")
+    raise typer.Exit(EXIT_OK if result["status"] == "succeeded" else EXIT_FAILED)
+
+
+async def _call(config: Config, server: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    from agentloom.agent.configured import environment_policy
+    from agentloom.attempts import AttemptContext, CapabilityRequest
+    from agentloom.ids import new_id
+    from agentloom.mcp import McpSessions, McpToolHandler, list_servers
+
+    policy = environment_policy(config)
+    backend = config.sandbox.backend
+    (listing,) = await list_servers({server: config.mcp_servers[server]}, base_dir=config.base_dir,
+                                    backend=backend, policy=policy, workspace=_workspace(config))
+    found = [t for t in listing.tools if t.name == tool]
+    if not found:
+        raise UsageFailure(f"MCP server {server!r} lists no tool {tool!r}; it lists: "
+                           f"{', '.join(t.name for t in listing.tools) or 'no tools'}",
+                           code="MCP_TOOL_NOT_LISTED")
+    with contextlib.ExitStack() as stack:
+        workspace = _workspace(config) or Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="mcp-call-")))
+        sessions = McpSessions(notify=lambda kind, payload: None, backend=backend, policy=policy,
+                               workspace_of=lambda scope_id: workspace)
+        context = AttemptContext(operation_id=new_id(), attempt_no=1, run_id=f"cli-{new_id()}",
+                                 role=None, deadline=time.time() + 3600.0, workspace_scope_id="cli")
+        request = CapabilityRequest(operation_id=context.operation_id, resource_version_id="cli",
+                                    capability_key=found[0].capability_key, arguments=arguments)
+        try:
+            result = await McpToolHandler(found[0], sessions).invoke_once(request, context)
+        finally:
+            await sessions.aclose()
+    return result.to_dict()

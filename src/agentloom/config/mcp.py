@@ -1,0 +1,171 @@
+"""``mcp_servers:`` — the MCP servers a configuration connects to (docs/config.md#mcp_servers).
+
+::
+
+    mcp_servers:
+      git:  {transport: stdio, command: mcp-server-git, args: ["--repository", "."],
+             env: {GIT_AUTHOR_NAME: agent}}
+      docs: {transport: http, url: "http://127.0.0.1:8931/mcp",
+             headers: {Authorization: "Bearer ${DOCS_TOKEN}"}}
+
+Owns: the shape of one server entry (a tagged union on ``transport``), the ``${VAR}``
+reference syntax of ``env`` and ``headers`` values, and ``mcp.<server>.<tool>`` tool entries.
+Does not own: resolving ``${VAR}`` (done at connection time by ``agentloom.mcp.secrets``, never
+stored), connecting, listing tools or launching a process (``agentloom.mcp``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictBool,
+    StrictFloat,
+    Tag,
+    field_validator,
+)
+
+__all__ = [
+    "MCP_PROTOCOLS",
+    "MCP_TAGS",
+    "MCP_TOOL_ENTRY",
+    "HttpServerConfig",
+    "McpMount",
+    "McpServerConfig",
+    "StdioServerConfig",
+    "mcp_entry_parts",
+    "secret_references",
+]
+
+MCP_PROTOCOLS: tuple[str, ...] = ("2025-11-25",)
+"""The MCP protocol profiles a server entry may ask for (``protocol:``); the first is the default."""
+
+MCP_TOOL_ENTRY = re.compile(r"^mcp\.(?P<server>[A-Za-z][A-Za-z0-9_-]{0,57})\.(?P<tool>[^\s]+)$")
+"""An agent's ``tools`` entry naming MCP tools: ``mcp.<server>.<tool>`` or a glob such as
+``mcp.git.*`` (matched against capability keys with ``fnmatch``)."""
+
+_REFERENCE = re.compile(r"\$\{([^}]*)\}")
+_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def mcp_entry_parts(entry: str) -> tuple[str, str] | None:
+    """``(server, tool pattern)`` of an ``mcp.<server>.<tool>`` tools entry, else ``None``."""
+    match = MCP_TOOL_ENTRY.match(entry)
+    return (match["server"], match["tool"]) if match else None
+
+
+def secret_references(value: str) -> list[str]:
+    """The variable names ``value`` refers to as ``${NAME}``, in order.
+
+    Raises:
+        ValueError: a ``${...}`` that does not hold a variable name.
+    """
+    names = _REFERENCE.findall(value)
+    for name in names:
+        if not _VAR.match(name):
+            raise ValueError(f"${{{name}}} is not a reference to an environment variable; write "
+                             "${NAME} with letters, digits and '_'")
+    return names
+
+
+def _checked_values(values: dict[str, str], what: str, name_pattern: re.Pattern[str]) -> dict[str, str]:
+    for name, value in values.items():
+        if not name_pattern.match(name):
+            raise ValueError(f"{name!r} is not a valid {what} name; rename it")
+        if "\0" in value or "\n" in value or "\r" in value:
+            raise ValueError(f"the value of {name} holds a NUL or line break; remove it")
+        secret_references(value)
+    return values
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class McpMount(_Strict):
+    """A host folder a sandboxed stdio server sees (read-only unless ``mode: rw``); a relative
+    ``path`` is read from the config file's folder."""
+
+    path: str = Field(min_length=1)
+    mode: Literal["ro", "rw"] = "ro"
+
+
+class _ServerBase(_Strict):
+    protocol: Literal["2025-11-25"] = "2025-11-25"
+    """The MCP profile spoken (``initialize`` offers it; any other answer is refused)."""
+    timeout_s: StrictFloat | None = Field(default=None, gt=0)
+    """A tool call's timeout (default: the run deadline); when it passes, the call is cancelled
+    with ``notifications/cancelled`` and its outcome is unknown."""
+
+
+class StdioServerConfig(_ServerBase):
+    """A local server started as a process speaking MCP on stdin / stdout.
+
+    ``env`` is the *complete* environment it gets besides a minimal ``PATH`` / ``HOME``
+    (values may hold ``${VAR}``, read from AgentLoom's environment when the server is
+    started, never stored). ``mounts`` and ``network`` (default: off) are what its sandbox
+    allows; with ``sandbox: {backend: none}`` it runs unconfined and they are not enforced."""
+
+    transport: Literal["stdio"]
+    command: str = Field(min_length=1)
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    mounts: tuple[McpMount, ...] = ()
+    network: StrictBool = False
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, env: dict[str, str]) -> dict[str, str]:
+        return _checked_values(env, "environment variable", _ENV_NAME)
+
+
+class HttpServerConfig(_ServerBase):
+    """A remote server over Streamable HTTP at ``url``; ``headers`` go on every request (values
+    may hold ``${VAR}``, read from the environment at connection time, never stored)."""
+
+    transport: Literal["http"]
+    url: str = Field(min_length=1)
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https:// (got {url!r})")
+        return url
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        return _checked_values(headers, "header", _HEADER_NAME)
+
+
+MCP_TAGS: dict[str, type[BaseModel]] = {"<stdio>": StdioServerConfig, "<http>": HttpServerConfig}
+"""The tags of the ``transport`` union (left out of key paths in error messages)."""
+
+
+def _transport_tag(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        transport = value.get("transport")
+        return f"<{transport}>" if transport in ("stdio", "http") else None
+    for tag, cls in MCP_TAGS.items():
+        if isinstance(value, cls):
+            return tag
+    return None
+
+
+McpServerConfig = Annotated[
+    Annotated[StdioServerConfig, Tag("<stdio>")] | Annotated[HttpServerConfig, Tag("<http>")],
+    Discriminator(_transport_tag, custom_error_type="transport",
+                  custom_error_message="must say `transport: stdio` (a local process) or "
+                  "`transport: http` (Streamable HTTP)"),
+]
+"""One entry of ``mcp_servers:``, by its ``transport`` (``stdio`` or ``http``)."""

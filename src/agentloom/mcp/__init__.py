@@ -1,0 +1,52 @@
+"""MCP servers as capabilities: the client profile on the official ``mcp`` SDK (000 §6.2).
+
+::
+
+    config mcp_servers ─► discovery (build time: connect, tools/list every page, close)
+                              │
+                              ▼
+                      catalog.McpTool ─► CapabilitySpec kind="mcp", "mcp.<server>.<tool>",
+                              │          exposed "mcp__<server>__<tool>", schemas as declared
+                              ▼
+    pipeline Attempt ─► handler.McpToolHandler ─► pool.McpSessions (one per run + server)
+                                                     └► connection (stdio via launch | HTTP)
+
+Owns: connecting to MCP servers (stdio and Streamable HTTP, the 2025-11-25 handshake, declared
+client capabilities, the connection record), listing and describing their tools, calling them
+as pipeline handlers, the sessions of runs, resolving ``${VAR}`` secrets at connection time,
+and the one launch port for stdio servers (``launch``; the confined launcher is ``sandboxed``).
+Does not own: hooks, recording or retries (the pipeline), the sandbox itself (``sandbox/``),
+the configuration's shape (``config.mcp``).
+
+Modules: ``errors`` (codes), ``secrets``, ``launch`` (port + unconfined default),
+``connection``, ``catalog``, ``pool``, ``handler``, ``discovery``.
+"""
+
+from agentloom.mcp.catalog import McpTool, capability_key, exposed_name, list_tools, select
+from agentloom.mcp.connection import ConnectionRecord, McpConnection, open_connection
+from agentloom.mcp.discovery import ServerListing, discover, list_servers
+from agentloom.mcp.errors import McpError
+from agentloom.mcp.handler import McpToolHandler
+from agentloom.mcp.launch import LaunchContext, StdioLaunch, launcher_for, unconfined_launch
+from agentloom.mcp.pool import McpSessions
+
+__all__ = [
+    "ConnectionRecord",
+    "LaunchContext",
+    "McpConnection",
+    "McpError",
+    "McpSessions",
+    "McpTool",
+    "McpToolHandler",
+    "ServerListing",
+    "StdioLaunch",
+    "capability_key",
+    "discover",
+    "exposed_name",
+    "launcher_for",
+    "list_servers",
+    "list_tools",
+    "open_connection",
+    "select",
+    "unconfined_launch",
+]

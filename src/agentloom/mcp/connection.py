@@ -1,0 +1,260 @@
+"""One MCP connection: a session of the official ``mcp`` client over stdio or Streamable HTTP.
+
+::
+
+    open_connection(server, config, …) ─► launch (stdio) / HTTP client ─► ClientSession
+        ─► initialize (2025-11-25 offered; any other answer refused) ─► ConnectionRecord
+        … calls from any task …
+    McpConnection.close() ─► session and transport closed in the task that opened them
+
+Capabilities declared (000 §6.2): none but ``roots`` on stdio (the workspace, as the server
+sees it). No sampling, elicitation or tasks: a server that sends such a request anyway gets the
+SDK's JSON-RPC error ("… not supported"), at once — nothing starts a model or pauses the run.
+The same holds for ``roots/list`` over HTTP. Logging messages and ``list_changed`` become bus
+observations (``mcp.log``, ``mcp.list_changed``); a catalog already published is not changed.
+
+Owns: opening, holding and closing one session; the connection record. Does not own: which
+sessions a run holds (``pool``), tool calls (``handler``), the launcher (``launch``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from mcp.client.context import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
+
+from agentloom.config.mcp import HttpServerConfig, StdioServerConfig
+from agentloom.errors import AgentLoomError
+from agentloom.mcp.errors import MCP_CONNECT_FAILED, MCP_VERSION_UNSUPPORTED, McpError
+from agentloom.mcp.launch import LaunchContext, StdioLaunch
+from agentloom.mcp.secrets import resolve_values, scrub
+from mcp import ClientSession, MCPError, stdio_client
+from mcp import types as mt
+
+__all__ = ["CONNECT_TIMEOUT_S", "ConnectionRecord", "McpConnection", "Notifier", "open_connection"]
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_S = 30.0
+"""How long starting a server and its ``initialize`` handshake may take."""
+
+Notifier = Callable[[str, dict[str, Any]], None]
+"""Told of what a server reports (``mcp.log``, ``mcp.list_changed``, ``mcp.progress``)."""
+
+ServerConfig = StdioServerConfig | HttpServerConfig
+
+
+def _client_info() -> mt.Implementation:
+    try:
+        own = version("agentloom")
+    except PackageNotFoundError:  # pragma: no cover - a source checkout without metadata
+        own = "0"
+    return mt.Implementation(name="agentloom", version=own)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionRecord:
+    """What the handshake negotiated: recorded in the metadata of every call's raw result
+    (``metadata.mcp.connection``) and in ``agentloom mcp list``."""
+
+    server: str
+    transport: str
+    protocol_version: str
+    server_name: str
+    server_version: str
+    opened_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"server": self.server, "transport": self.transport,
+                "protocol_version": self.protocol_version, "server_name": self.server_name,
+                "server_version": self.server_version, "opened_at": self.opened_at}
+
+
+@dataclass(slots=True, eq=False)
+class McpConnection:
+    """An open session to one server. Use ``session`` from any task; ``close`` it once."""
+
+    server: str
+    config: ServerConfig
+    session: ClientSession
+    record: ConnectionRecord
+    secrets: list[str] = field(repr=False)
+    list_changed: int = 0
+    """``notifications/tools/list_changed`` received: the catalog of a later runtime build
+    differs, this run's does not."""
+    _closing: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    _task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    @property
+    def alive(self) -> bool:
+        """The session's task still runs (the transport has not ended)."""
+        return self._task is not None and not self._task.done()
+
+    def scrub(self, text: str) -> str:
+        """``text`` without any resolved ``${VAR}`` value of this connection."""
+        return scrub(text, self.secrets)
+
+    async def close(self) -> None:
+        """Close the session and its transport (a stdio server: stdin closed, then SIGTERM /
+        SIGKILL of its process group). Bounded; never raises."""
+        self._closing.set()
+        if self._task is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(self._task), timeout=10.0)
+
+
+async def open_connection(
+    server: str,
+    config: ServerConfig,
+    *,
+    launch: StdioLaunch,
+    context: LaunchContext,
+    notify: Notifier,
+    observed: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> McpConnection:
+    """Start or reach ``server``, run the handshake, and return the open connection.
+
+    The session lives in a task of its own (the ``mcp`` transports must be closed by the task
+    that opened them); ``observed`` is added to every observation it sends (e.g. the run id).
+
+    Raises:
+        McpError: ``MCP_SECRET_MISSING``, ``MCP_CONNECT_FAILED`` (the process or URL could not
+            be reached, or the handshake failed or took longer than ``CONNECT_TIMEOUT_S``),
+            ``MCP_VERSION_UNSUPPORTED`` (the server answered another protocol version).
+        SandboxError: the launcher refused to start a stdio server.
+    """
+    where = f"mcp_servers.{server}"
+    secrets: list[str] = []
+    base = {"server": server, **(observed or {})}
+    if isinstance(config, StdioServerConfig):
+        env = resolve_values(config.env, where=f"{where}.env", secrets=secrets, environ=environ)
+        launch_ctx = replace(context, env=env)
+        params = launch(config, launch_ctx)  # SandboxError: nothing was started
+        transport: Any = stdio_client(params)
+        roots = _roots_callback(launch_ctx, params)
+    else:
+        headers = resolve_values(config.headers, where=f"{where}.headers", secrets=secrets,
+                                 environ=environ)
+        transport = None
+        roots = None
+    ready: asyncio.Future[McpConnection] = asyncio.get_running_loop().create_future()
+    closing = asyncio.Event()
+
+    async def on_log(params: mt.LoggingMessageNotificationParams) -> None:
+        notify("mcp.log", {**base, "level": params.level, "logger": params.logger,
+                           "data": params.data})
+
+    holder: list[McpConnection] = []
+
+    async def on_message(message: mt.ServerNotification | Exception) -> None:
+        if isinstance(message, mt.ToolListChangedNotification):
+            if holder:
+                holder[0].list_changed += 1
+            notify("mcp.list_changed", {**base, "what": "tools"})
+        elif isinstance(message, Exception):
+            log.debug("MCP server %s: transport error %s", server, type(message).__name__)
+
+    async def hold() -> None:
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                if isinstance(config, HttpServerConfig):
+                    http = await stack.enter_async_context(httpx2.AsyncClient(
+                        headers=headers, timeout=httpx2.Timeout(CONNECT_TIMEOUT_S, read=300.0)))
+                    streams = await stack.enter_async_context(
+                        streamable_http_client(config.url, http_client=http))
+                else:
+                    streams = await stack.enter_async_context(transport)
+                read, write = streams
+                session = await stack.enter_async_context(ClientSession(
+                    read, write, list_roots_callback=roots, logging_callback=on_log,
+                    message_handler=on_message, client_info=_client_info()))
+                with anyio.fail_after(CONNECT_TIMEOUT_S):
+                    init = await session.initialize()
+                if init.protocol_version != config.protocol:
+                    raise McpError(MCP_VERSION_UNSUPPORTED, (
+                        f"MCP server {server!r} answered protocol {init.protocol_version}; this "
+                        f"connection speaks {config.protocol} only (mcp_servers.{server}.protocol)"))
+                info = init.server_info
+                record = ConnectionRecord(
+                    server=server, transport=config.transport,
+                    protocol_version=init.protocol_version, server_name=info.name,
+                    server_version=info.version, opened_at=time.time())
+                conn = McpConnection(server=server, config=config, session=session,
+                                     record=record, secrets=secrets, _closing=closing)
+                holder.append(conn)
+                notify("mcp.connected", {**base, **record.to_dict()})
+                ready.set_result(conn)
+                await closing.wait()
+        except BaseException as exc:  # reported to the opener, never lost
+            if not ready.done():
+                ready.set_exception(_connect_error(server, config, exc, secrets))
+            elif not isinstance(exc, asyncio.CancelledError | Exception):
+                raise
+
+    task = asyncio.ensure_future(hold())
+    try:
+        conn = await asyncio.shield(ready)
+    except BaseException:
+        closing.set()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.shield(task), timeout=10.0)
+        raise
+    conn._task = task
+    return conn
+
+
+def _roots_callback(context: LaunchContext, params: Any) -> Any:
+    """``roots/list`` of a stdio server: its workspace as it sees it (the launcher says where:
+    ``/work`` in a bubblewrap sandbox unless that would hide its installation, else the host
+    folder)."""
+    where = getattr(params, "workspace_path", None)
+    seen = Path(where) if where else context.workspace
+    result = mt.ListRootsResult(roots=[mt.Root(uri=seen.as_uri(), name="workspace")])  # type: ignore[arg-type]
+
+    async def list_roots(ctx: ClientRequestContext) -> mt.ListRootsResult:
+        return result
+
+    return list_roots
+
+
+def _connect_error(server: str, config: ServerConfig, exc: BaseException,
+                   secrets: list[str]) -> BaseException:
+    if isinstance(exc, BaseExceptionGroup):  # the transports' task groups wrap what we raised
+        ours = [e for e in _leaves(exc) if isinstance(e, AgentLoomError)]
+        if ours:
+            return ours[0]
+    if isinstance(exc, AgentLoomError):
+        return exc
+    target = (f"command {config.command!r}" if isinstance(config, StdioServerConfig)
+              else f"URL {config.url}")
+    if isinstance(exc, TimeoutError):
+        why = f"no answer to initialize within {CONNECT_TIMEOUT_S:g} s"
+    elif isinstance(exc, MCPError):
+        why = f"JSON-RPC error {exc.error.code}: {exc.error.message}"
+    elif isinstance(exc, BaseExceptionGroup):
+        leaves = _leaves(exc)
+        why = "; ".join(f"{type(e).__name__}: {e}" for e in leaves[:3]) or type(exc).__name__
+    else:
+        why = f"{type(exc).__name__}: {exc}"
+    return McpError(MCP_CONNECT_FAILED, scrub(
+        f"MCP server {server!r} ({config.transport}, {target}) could not be connected: {why}",
+        secrets))
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out

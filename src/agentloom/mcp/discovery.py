@@ -1,0 +1,122 @@
+"""Listing the configured servers' tools when a runtime is built (and for ``agentloom mcp list``).
+
+::
+
+    list_servers(servers)  ─► every server side by side: connect, tools/list (every page), close
+                           ─► [ServerListing(record, tools)]
+    discover(...)          ─► the same, from synchronous code (its own event loop, in a thread)
+
+The tools found become the release's catalog: frozen for every run of that runtime (000 §2.1).
+A server whose tools change (``list_changed``) gives a new catalog version to the *next*
+runtime built; a running run keeps its own. Listing outside a run starts a stdio server in
+``workspace`` (the folder runs bind, ``workspace.bind``, when the config sets one), else in
+a fresh empty folder deleted afterwards.
+
+Owns: one listing pass over servers. Does not own: connecting (``connection``), catalog entries
+(``catalog``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentloom.config.mcp import HttpServerConfig, StdioServerConfig
+from agentloom.mcp.catalog import McpTool, list_tools
+from agentloom.mcp.connection import ConnectionRecord, Notifier, open_connection
+from agentloom.mcp.launch import LaunchContext, StdioLaunch, launcher_for
+from agentloom.sandbox import EnvironmentPolicy
+from agentloom.sandbox.ports import SandboxBackend
+
+__all__ = ["ServerListing", "discover", "list_servers"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerListing:
+    """One server as listed: its connection record and every tool it offers."""
+
+    server: str
+    record: ConnectionRecord
+    tools: tuple[McpTool, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"server": self.server, "transport": self.record.transport,
+                "protocol_version": self.record.protocol_version,
+                "server_info": {"name": self.record.server_name,
+                                "version": self.record.server_version},
+                "tools": [t.to_dict() for t in self.tools]}
+
+
+def _ignore(kind: str, payload: dict[str, object]) -> None:
+    return None
+
+
+async def list_servers(
+    servers: Mapping[str, StdioServerConfig | HttpServerConfig],
+    *,
+    base_dir: Path,
+    backend: SandboxBackend,
+    policy: EnvironmentPolicy | None = None,
+    workspace: Path | None = None,
+    launch: StdioLaunch | None = None,
+    notify: Notifier | None = None,
+) -> list[ServerListing]:
+    """Connect to every server at once, list all its tools and close it; in ``servers``' order.
+
+    Raises:
+        McpError: a server could not be started, reached or spoken to (named in the message).
+        SandboxError: a stdio server's sandbox refused to start it.
+    """
+    launcher = launch or launcher_for(backend)
+
+    async def one(name: str, config: StdioServerConfig | HttpServerConfig) -> ServerListing:
+        scratch = None if workspace is not None else Path(tempfile.mkdtemp(prefix="mcp-list-"))
+        folder = workspace if workspace is not None else scratch
+        assert folder is not None
+        try:
+            context = LaunchContext(server_name=name, run_id=None, lease_epoch=None,
+                                    workspace_scope_id=None, workspace=folder, base_dir=base_dir,
+                                    backend=backend, policy=policy or EnvironmentPolicy())
+            conn = await open_connection(name, config, launch=launcher, context=context,
+                                         notify=notify or _ignore)
+            try:
+                tools = await list_tools(conn, base_dir)
+            finally:
+                await conn.close()
+            return ServerListing(server=name, record=conn.record, tools=tuple(tools))
+        finally:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+
+    # servers are listed side by side; the first failure (in configuration order) is raised
+    results = await asyncio.gather(*(one(n, c) for n, c in servers.items()), return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return [r for r in results if isinstance(r, ServerListing)]
+
+
+def discover(
+    servers: Mapping[str, StdioServerConfig | HttpServerConfig],
+    *,
+    base_dir: Path,
+    backend: SandboxBackend,
+    policy: EnvironmentPolicy | None = None,
+    workspace: Path | None = None,
+) -> list[ServerListing]:
+    """``list_servers`` from synchronous code: run on an event loop of its own, in a worker
+    thread (so it works whether or not the caller is inside a running loop)."""
+    if not servers:
+        return []
+
+    def run() -> list[ServerListing]:
+        return asyncio.run(list_servers(servers, base_dir=base_dir, backend=backend,
+                                        policy=policy, workspace=workspace))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(run).result()
