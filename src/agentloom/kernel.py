@@ -198,9 +198,13 @@ class Kernel:
                     "pair, or add a model connection with Kernel.add_model first")
             return tool, handler
         # what is left is an MCP server's tool (the ``mcp`` SDK is imported only for one)
-        from agentloom.mcp import McpToolHandler
+        return tool.spec(release_id), tool.handler(self.mcp_sessions)
 
-        return tool.spec(release_id), McpToolHandler(tool, self.mcp_sessions)
+    async def close_mcp_sessions(self) -> None:
+        """Close every MCP session still open (those of runs that never reached ``end_run`` or
+        ``release_run``); nothing to do when no MCP server was ever used."""
+        if self._mcp is not None:
+            await self._mcp.aclose()
 
     @property
     def mcp_sessions(self) -> McpSessions:

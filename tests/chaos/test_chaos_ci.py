@@ -22,16 +22,16 @@ pytestmark = pytest.mark.kill
 
 
 def test_chaos_sigkill_cli_and_resume_sqlite_no_duplicate_no_lost_operation() -> None:
-    report = chaos.chaos(kills=20, store="sqlite", seed=20261129)
-    assert report["kills"] >= 20
+    report = chaos.chaos(kills=12, store="sqlite", seed=20261129)
+    assert report["kills"] >= 12
     assert report["violations"] == []
 
 
 @pytest.mark.postgres
 def test_chaos_sigkill_cli_and_resume_postgres_no_duplicate_no_lost_operation() -> None:
     require_pg()
-    report = chaos.chaos(kills=10, store="postgres", seed=7)
-    assert report["kills"] >= 10
+    report = chaos.chaos(kills=6, store="postgres", seed=7)
+    assert report["kills"] >= 6
     assert report["violations"] == []
 
 

@@ -30,7 +30,8 @@ _GLOB = frozenset("*?[")
 
 def mcp_catalog(config: Config, *, backend: SandboxBackend,
                 policy: EnvironmentPolicy | None = None) -> list[McpTool]:
-    """Every tool of the MCP servers the agents name, listed now (nothing when none is named).
+    """Every tool of the MCP servers the agents name, listed now (nothing when none is named),
+    and the ``mcp.<server>.resources.read`` of each that declares resources.
 
     Raises:
         ConfigError: a server could not be started, reached or spoken to; the message names
@@ -50,7 +51,8 @@ def mcp_catalog(config: Config, *, backend: SandboxBackend,
     except AgentLoomError as exc:
         raise ConfigError(f"{config.origin}: mcp_servers: {exc.error.message}",
                           code=exc.code) from None
-    return [tool for listing in listings for tool in listing.tools]
+    # a server that declares resources adds mcp.<server>.resources.read (selected like a tool)
+    return [tool for listing in listings for tool in listing.capabilities]
 
 
 def mcp_entry_tools(entry: str, listed: Sequence[McpTool], where: str) -> list[McpTool]:

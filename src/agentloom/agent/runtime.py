@@ -539,6 +539,7 @@ class Runtime:
                 live.cancel.set("runtime closed")
                 with contextlib.suppress(BaseException):
                     await live.task
+        await self.kernel.close_mcp_sessions()  # of runs that never ended or let go
         await self.kernel.models.aclose()
         self.kernel.close()
 

@@ -1,8 +1,10 @@
 """``agentloom mcp list CONFIG`` and ``agentloom mcp call CONFIG SERVER TOOL --args JSON``: the
-configured MCP servers, their negotiated protocol and tools, and one call for debugging.
-docs/cli.md and docs/mcp.md are the reference.
+configured MCP servers, their negotiated protocol and tools, and one call for debugging;
+``agentloom mcp prompts CONFIG SERVER`` and ``agentloom mcp prompt CONFIG SERVER NAME --arg k=v``:
+a server's prompts and one rendered (never injected into an agent). docs/cli.md and docs/mcp.md
+are the reference.
 
-Both connect as a run would (stdio servers through the launcher of ``sandbox.backend``, HTTP
+All connect as a run would (stdio servers through the launcher of ``sandbox.backend``, HTTP
 servers with their headers, ``${VAR}`` read from the environment now) but outside any run:
 nothing is recorded in a store, no hook runs. A stdio server starts in the folder
 ``workspace.bind`` names, else in a fresh empty folder deleted afterwards.
@@ -41,7 +43,8 @@ def _workspace(config: Config) -> Path | None:
 def mcp_list(config: _CONFIG, as_json: _JSON = False) -> None:
     """Connect to every server of mcp_servers and show its negotiated protocol version, server
     name and version, and its tools with their capability keys (mcp.<server>.<tool>) and the
-    names the model sees (mcp__<server>__<tool>). Exit 1 when a server cannot be listed."""
+    names the model sees (mcp__<server>__<tool>), plus mcp.<server>.resources.read for a server
+    with resources. Exit 1 when a server cannot be listed."""
     setup_logging()
     loaded = load_config(config)
     from agentloom.agent.configured import environment_policy
@@ -64,6 +67,10 @@ def mcp_list(config: _CONFIG, as_json: _JSON = False) -> None:
             summary = (tool.title or tool.description).splitlines()[0] if (
                 tool.title or tool.description) else ""
             say(out, f"  {tool.capability_key}  ({tool.to_dict()['exposed_name']})  {summary}")
+        reader = listing.resources
+        if reader is not None:
+            say(out, f"  {reader.capability_key}  ({reader.to_dict()['exposed_name']})  "
+                     f"{len(reader.resources)} resource(s), {len(reader.templates)} template(s)")
     raise typer.Exit(EXIT_OK)
 
 
@@ -133,3 +140,95 @@ async def _call(config: Config, server: str, tool: str, arguments: dict[str, Any
         finally:
             await sessions.aclose()
     return result.to_dict()
+
+
+_SERVER = Annotated[str, typer.Argument(metavar="SERVER", help="A name under mcp_servers.",
+                                        show_default=False)]
+
+
+def _server(loaded: Config, config: Path, server: str) -> None:
+    if server not in loaded.mcp_servers:
+        raise UsageFailure(f"no MCP server named {server!r} in {config}; defined: "
+                           f"{', '.join(loaded.mcp_servers) or 'none'}", code="MCP_SERVER_UNKNOWN")
+
+
+async def _prompts(config: Config, server: str, name: str | None,
+                   arguments: dict[str, str]) -> Any:
+    from agentloom.agent.configured import environment_policy
+    from agentloom.mcp import connected, get_prompt, list_prompts
+    from agentloom.mcp.prompts import declares_prompts
+    from mcp import MCPError
+
+    async with connected(server, config.mcp_servers[server], base_dir=config.base_dir,
+                         backend=config.sandbox.backend, policy=environment_policy(config),
+                         workspace=_workspace(config)) as conn:
+        if not declares_prompts(conn):
+            raise UsageFailure(f"MCP server {server!r} declares no prompts",
+                               code="MCP_PROMPTS_UNSUPPORTED")
+        try:
+            if name is None:
+                return [p.to_dict() for p in await list_prompts(conn)]
+            return (await get_prompt(conn, name, arguments)).to_dict()
+        except MCPError as exc:
+            return {"error": {"code": "MCP_PROTOCOL_ERROR", "jsonrpc_code": exc.error.code,
+                              "message": conn.scrub(exc.error.message)}}
+
+
+@mcp_app.command("prompts")
+def mcp_prompts(config: _CONFIG, server: _SERVER, as_json: _JSON = False) -> None:
+    """List the prompts of SERVER (prompts/list) with their arguments. Prompts are templates to
+    read: none is ever put into an agent's instructions. Exit 1 when the server answers with an
+    error; 2 when it declares no prompts."""
+    setup_logging()
+    loaded = load_config(config)
+    _server(loaded, config, server)
+    listed = asyncio.run(_prompts(loaded, server, None, {}))
+    failed = isinstance(listed, dict)
+    if as_json:
+        print_json(listed)
+    else:
+        out = stdout_console()
+        if failed:
+            say(out, f"error: {listed['error']['message']}")
+        for prompt in [] if failed else listed:
+            args = ", ".join(a["name"] + ("" if a["required"] else "?") for a in prompt["arguments"])
+            about = (prompt["title"] or prompt["description"] or "").splitlines()
+            say(out, f"{prompt['name']}({args})  {about[0] if about else ''}")
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+@mcp_app.command("prompt")
+def mcp_prompt(
+    config: _CONFIG,
+    server: _SERVER,
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The prompt's name on the server.",
+                                        show_default=False)],
+    arg: Annotated[list[str] | None, typer.Option(
+        "--arg", metavar="K=V", help="One argument of the prompt; repeat for more.")] = None,
+    as_json: _JSON = False,
+) -> None:
+    """Print prompt NAME of SERVER rendered with the --arg values (prompts/get): its messages,
+    role by role. Nothing is recorded and nothing reaches an agent. Exit 1 when the server
+    answers with an error (an unknown prompt, a missing argument)."""
+    setup_logging()
+    loaded = load_config(config)
+    _server(loaded, config, server)
+    arguments: dict[str, str] = {}
+    for item in arg or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageFailure(f"--arg {item!r} is not K=V", code="USAGE_ERROR")
+        arguments[key] = value
+    rendered = asyncio.run(_prompts(loaded, server, name, arguments))
+    failed = "error" in rendered
+    if as_json:
+        print_json(rendered)
+    else:
+        out = stdout_console()
+        if failed:
+            say(out, f"error: {rendered['error']['message']}")
+        for message in [] if failed else rendered["messages"]:
+            content = message["content"]
+            say(out, f"[{message['role']}] "
+                     f"{content['text'] if 'text' in content else json.dumps(content)}")
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)

@@ -10,6 +10,8 @@
                               ▼
     pipeline Attempt ─► handler.McpToolHandler ─► pool.McpSessions (one per run + server)
                                                      └► connection (stdio via launch | HTTP)
+    resources/list ─► resources.McpResources "mcp.<server>.resources.read" ─► resources/read
+    prompts/list, prompts/get ─► prompts (CLI only: never injected into instructions)
 
 Owns: connecting to MCP servers (stdio and Streamable HTTP, the 2025-11-25 handshake, declared
 client capabilities, the connection record), listing and describing their tools, calling them
@@ -19,31 +21,40 @@ Does not own: hooks, recording or retries (the pipeline), the sandbox itself (``
 the configuration's shape (``config.mcp``).
 
 Modules: ``errors`` (codes), ``secrets``, ``launch`` (port + unconfined default),
-``connection``, ``catalog``, ``pool``, ``handler``, ``discovery``.
+``connection``, ``catalog``, ``pool``, ``handler``, ``resources``, ``prompts``, ``discovery``.
 """
 
 from agentloom.mcp.catalog import McpTool, capability_key, exposed_name, list_tools, select
 from agentloom.mcp.connection import ConnectionRecord, McpConnection, open_connection
-from agentloom.mcp.discovery import ServerListing, discover, list_servers
+from agentloom.mcp.discovery import ServerListing, connected, discover, list_servers
 from agentloom.mcp.errors import McpError
 from agentloom.mcp.handler import McpToolHandler
 from agentloom.mcp.launch import LaunchContext, StdioLaunch, launcher_for, unconfined_launch
 from agentloom.mcp.pool import McpSessions
+from agentloom.mcp.prompts import McpPrompt, RenderedPrompt, get_prompt, list_prompts
+from agentloom.mcp.resources import McpResourceHandler, McpResources
 
 __all__ = [
     "ConnectionRecord",
     "LaunchContext",
     "McpConnection",
     "McpError",
+    "McpPrompt",
+    "McpResourceHandler",
+    "McpResources",
     "McpSessions",
     "McpTool",
     "McpToolHandler",
+    "RenderedPrompt",
     "ServerListing",
     "StdioLaunch",
     "capability_key",
+    "connected",
     "discover",
     "exposed_name",
+    "get_prompt",
     "launcher_for",
+    "list_prompts",
     "list_servers",
     "list_tools",
     "open_connection",

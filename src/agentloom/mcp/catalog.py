@@ -27,13 +27,17 @@ import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentloom.catalog import DIALECT_2020_12, CapabilitySpec, legal_exposed_name
 from agentloom.config.mcp import HttpServerConfig, StdioServerConfig
 from agentloom.mcp.connection import McpConnection
 from agentloom.tools.sdk import ToolDescription
 from mcp import types as mt
+
+if TYPE_CHECKING:
+    from agentloom.mcp.pool import McpSessions
+    from agentloom.pipeline.ports import CapabilityHandler
 
 __all__ = ["MAX_PAGES", "McpTool", "as_2020_12", "capability_key", "exposed_name", "list_tools",
            "select"]
@@ -91,6 +95,13 @@ class McpTool:
             handler_ref=self.handler_ref,
             schema_origin="mcp",
         )
+
+    def handler(self, sessions: McpSessions) -> CapabilityHandler:
+        """The pipeline handler of this capability: ``tools/call`` on the run's session
+        (``resources.McpResources`` reads a resource instead)."""
+        from agentloom.mcp.handler import McpToolHandler
+
+        return McpToolHandler(self, sessions)
 
     def describe(self) -> ToolDescription:
         """Name (the capability key), description and input schema, as an SDK tool describes

@@ -2,8 +2,10 @@
 
 ::
 
-    list_servers(servers)  ─► every server side by side: connect, tools/list (every page), close
-                           ─► [ServerListing(record, tools)]
+    list_servers(servers)  ─► every server side by side: connect, tools/list (every page),
+                              resources/list + templates/list when it declares resources, close
+                           ─► [ServerListing(record, tools, resources)]
+    connected(server, …)   ─► one connection outside any run (``agentloom mcp prompts``)
     discover(...)          ─► the same, from synchronous code (its own event loop, in a thread)
 
 The tools found become the release's catalog: frozen for every run of that runtime (000 §2.1).
@@ -20,36 +22,46 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentloom.config.mcp import HttpServerConfig, StdioServerConfig
 from agentloom.mcp.catalog import McpTool, list_tools
-from agentloom.mcp.connection import ConnectionRecord, Notifier, open_connection
+from agentloom.mcp.connection import ConnectionRecord, McpConnection, Notifier, open_connection
 from agentloom.mcp.launch import LaunchContext, StdioLaunch, launcher_for
+from agentloom.mcp.resources import McpResources, list_resources
 from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
 
-__all__ = ["ServerListing", "discover", "list_servers"]
+__all__ = ["ServerListing", "connected", "discover", "list_servers"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerListing:
-    """One server as listed: its connection record and every tool it offers."""
+    """One server as listed: its connection record, every tool it offers, and its
+    ``resources.read`` capability when it declares resources."""
 
     server: str
     record: ConnectionRecord
     tools: tuple[McpTool, ...]
+    resources: McpResources | None = None
+
+    @property
+    def capabilities(self) -> tuple[McpTool, ...]:
+        """Its tools, then its ``mcp.<server>.resources.read`` (when it has one)."""
+        return (*self.tools, *((self.resources,) if self.resources is not None else ()))
 
     def to_dict(self) -> dict[str, object]:
         return {"server": self.server, "transport": self.record.transport,
                 "protocol_version": self.record.protocol_version,
                 "server_info": {"name": self.record.server_name,
                                 "version": self.record.server_version},
-                "tools": [t.to_dict() for t in self.tools]}
+                "tools": [t.to_dict() for t in self.tools],
+                "resources": self.resources.to_dict() if self.resources is not None else None}
 
 
 def _ignore(kind: str, payload: dict[str, object]) -> None:
@@ -86,9 +98,11 @@ async def list_servers(
                                          notify=notify or _ignore)
             try:
                 tools = await list_tools(conn, base_dir)
+                resources = await list_resources(conn, base_dir)
             finally:
                 await conn.close()
-            return ServerListing(server=name, record=conn.record, tools=tuple(tools))
+            return ServerListing(server=name, record=conn.record, tools=tuple(tools),
+                                 resources=resources)
         finally:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
@@ -99,6 +113,41 @@ async def list_servers(
         if isinstance(result, BaseException):
             raise result
     return [r for r in results if isinstance(r, ServerListing)]
+
+
+@contextlib.asynccontextmanager
+async def connected(
+    name: str,
+    config: StdioServerConfig | HttpServerConfig,
+    *,
+    base_dir: Path,
+    backend: SandboxBackend,
+    policy: EnvironmentPolicy | None = None,
+    workspace: Path | None = None,
+) -> AsyncIterator[McpConnection]:
+    """One open connection to ``name`` outside any run (a stdio server starts in ``workspace``,
+    else in a fresh empty folder deleted afterwards); closed on exit.
+
+    Raises:
+        McpError: the server could not be started, reached or spoken to.
+        SandboxError: a stdio server's sandbox refused to start it.
+    """
+    scratch = None if workspace is not None else Path(tempfile.mkdtemp(prefix="mcp-"))
+    folder = workspace if workspace is not None else scratch
+    assert folder is not None
+    try:
+        context = LaunchContext(server_name=name, run_id=None, lease_epoch=None,
+                                workspace_scope_id=None, workspace=folder, base_dir=base_dir,
+                                backend=backend, policy=policy or EnvironmentPolicy())
+        conn = await open_connection(name, config, launch=launcher_for(backend), context=context,
+                                     notify=_ignore)
+        try:
+            yield conn
+        finally:
+            await conn.close()
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def discover(

@@ -5,6 +5,9 @@
 what the client must handle: structured output (valid and not), ``isError``, a JSON-RPC error,
 sampling and elicitation requests the client has not declared, ``list_changed``, progress,
 its environment, its process id, and a side effect to count (``mark`` appends a line).
+It also lists resources (``RESOURCES``: two text, one binary), one resource template
+(``lab://notes/{name}``) and one prompt (``review``); ``python lab.py tools-only`` serves the
+same tools over stdio without resources or prompts (a server that declares neither).
 """
 
 from __future__ import annotations
@@ -132,12 +135,87 @@ def _append(path: str, line: str) -> None:
         os.fsync(ledger.fileno())
 
 
-server = Server("lab", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool)
+RESOURCES: list[t.Resource] = [
+    t.Resource(uri="lab://readme", name="readme", description="what the lab is",
+               mime_type="text/plain"),
+    t.Resource(uri="lab://data/config.json", name="config", mime_type="application/json"),
+    t.Resource(uri="lab://logo.png", name="logo", mime_type="image/png"),
+]
+README_TEXT = "lab readme: resource-canary-7f3e2a"
+CONFIG_TEXT = '{"mode": "lab", "canary": "config-canary-91bd04"}'
+LOGO = b"\x89PNG\r\n\x1a\n" + bytes(24)
 
 
-async def serve_stdio() -> None:
+async def list_resources(ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
+                         ) -> t.ListResourcesResult:
+    start = int(params.cursor) if params and params.cursor else 0  # two a page
+    end = start + 2
+    return t.ListResourcesResult(resources=RESOURCES[start:end],
+                                 next_cursor=str(end) if end < len(RESOURCES) else None)
+
+
+async def list_templates(ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
+                         ) -> t.ListResourceTemplatesResult:
+    return t.ListResourceTemplatesResult(resource_templates=[t.ResourceTemplate(
+        uri_template="lab://notes/{name}", name="note", description="a note by name",
+        mime_type="text/plain")])
+
+
+async def read_resource(ctx: ServerRequestContext[Any], params: t.ReadResourceRequestParams
+                        ) -> t.ReadResourceResult:
+    import base64
+
+    uri = str(params.uri)
+    if uri == "lab://readme":
+        contents: list[t.TextResourceContents | t.BlobResourceContents] = [
+            t.TextResourceContents(uri=uri, mime_type="text/plain", text=README_TEXT)]
+    elif uri == "lab://data/config.json":
+        contents = [t.TextResourceContents(uri=uri, mime_type="application/json", text=CONFIG_TEXT)]
+    elif uri == "lab://logo.png":
+        contents = [t.BlobResourceContents(uri=uri, mime_type="image/png",
+                                           blob=base64.b64encode(LOGO).decode())]
+    elif uri.startswith("lab://notes/"):
+        contents = [t.TextResourceContents(uri=uri, mime_type="text/plain",
+                                           text=f"note {uri.removeprefix('lab://notes/')}")]
+    else:
+        raise MCPError(-32002, f"Resource not found: {uri}")
+    return t.ReadResourceResult(contents=contents)
+
+
+REVIEW = t.Prompt(name="review", title="Review code", description="ask for a code review",
+                  arguments=[t.PromptArgument(name="code", description="the code", required=True),
+                             t.PromptArgument(name="style", description="tone")])
+
+
+async def list_prompts(ctx: ServerRequestContext[Any], params: t.PaginatedRequestParams | None
+                       ) -> t.ListPromptsResult:
+    return t.ListPromptsResult(prompts=[REVIEW])
+
+
+async def get_prompt(ctx: ServerRequestContext[Any], params: t.GetPromptRequestParams
+                     ) -> t.GetPromptResult:
+    if params.name != "review":
+        raise MCPError(t.INVALID_PARAMS, f"Unknown prompt: {params.name}")
+    args = params.arguments or {}
+    if "code" not in args:
+        raise MCPError(t.INVALID_PARAMS, "Missing required argument: code")
+    style = args.get("style", "plain")
+    return t.GetPromptResult(description="a code review request", messages=[
+        t.PromptMessage(role="user", content=t.TextContent(
+            type="text", text=f"Review this code ({style}):\n{args['code']}")),
+        t.PromptMessage(role="assistant", content=t.TextContent(type="text", text="Looking at it."))])
+
+
+server = Server("lab", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
+                on_list_resources=list_resources, on_list_resource_templates=list_templates,
+                on_read_resource=read_resource, on_list_prompts=list_prompts,
+                on_get_prompt=get_prompt)
+tools_only = Server("lab", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve_stdio(lab: Server[Any] = server) -> None:
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        await lab.run(read, write, lab.create_initialization_options())
 
 
 if __name__ == "__main__":
@@ -146,5 +224,7 @@ if __name__ == "__main__":
 
         uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]),
                     log_level="warning")
+    elif len(sys.argv) > 1 and sys.argv[1] == "tools-only":
+        anyio.run(serve_stdio, tools_only)
     else:
         anyio.run(serve_stdio)
