@@ -84,28 +84,13 @@ async def list_servers(
         McpError: a server could not be started, reached or spoken to (named in the message).
         SandboxError: a stdio server's sandbox refused to start it.
     """
-    launcher = launch or launcher_for(backend)
-
     async def one(name: str, config: StdioServerConfig | HttpServerConfig) -> ServerListing:
-        scratch = None if workspace is not None else Path(tempfile.mkdtemp(prefix="mcp-list-"))
-        folder = workspace if workspace is not None else scratch
-        assert folder is not None
-        try:
-            context = LaunchContext(server_name=name, run_id=None, lease_epoch=None,
-                                    workspace_scope_id=None, workspace=folder, base_dir=base_dir,
-                                    backend=backend, policy=policy or EnvironmentPolicy())
-            conn = await open_connection(name, config, launch=launcher, context=context,
-                                         notify=notify or _ignore)
-            try:
-                tools = await list_tools(conn, base_dir)
-                resources = await list_resources(conn, base_dir)
-            finally:
-                await conn.close()
-            return ServerListing(server=name, record=conn.record, tools=tuple(tools),
-                                 resources=resources)
-        finally:
-            if scratch is not None:
-                shutil.rmtree(scratch, ignore_errors=True)
+        async with connected(name, config, base_dir=base_dir, backend=backend, policy=policy,
+                             workspace=workspace, launch=launch, notify=notify) as conn:
+            tools = await list_tools(conn, base_dir)
+            resources = await list_resources(conn, base_dir)
+        return ServerListing(server=name, record=conn.record, tools=tuple(tools),
+                             resources=resources)
 
     # servers are listed side by side; the first failure (in configuration order) is raised
     results = await asyncio.gather(*(one(n, c) for n, c in servers.items()), return_exceptions=True)
@@ -124,9 +109,12 @@ async def connected(
     backend: SandboxBackend,
     policy: EnvironmentPolicy | None = None,
     workspace: Path | None = None,
+    launch: StdioLaunch | None = None,
+    notify: Notifier | None = None,
 ) -> AsyncIterator[McpConnection]:
     """One open connection to ``name`` outside any run (a stdio server starts in ``workspace``,
-    else in a fresh empty folder deleted afterwards); closed on exit.
+    else in a fresh empty folder deleted afterwards; ``launch`` defaults to the backend's
+    launcher); closed on exit.
 
     Raises:
         McpError: the server could not be started, reached or spoken to.
@@ -139,8 +127,8 @@ async def connected(
         context = LaunchContext(server_name=name, run_id=None, lease_epoch=None,
                                 workspace_scope_id=None, workspace=folder, base_dir=base_dir,
                                 backend=backend, policy=policy or EnvironmentPolicy())
-        conn = await open_connection(name, config, launch=launcher_for(backend), context=context,
-                                     notify=_ignore)
+        conn = await open_connection(name, config, launch=launch or launcher_for(backend),
+                                     context=context, notify=notify or _ignore)
         try:
             yield conn
         finally:
