@@ -207,8 +207,8 @@ def mcp_prompt(
         "--arg", metavar="K=V", help="One argument of the prompt; repeat for more.")] = None,
     as_json: _JSON = False,
 ) -> None:
-    """Print prompt NAME of SERVER rendered with the --arg values (prompts/get): its messages,
-    role by role. Nothing is recorded and nothing reaches an agent. Exit 1 when the server
+    """Print prompt NAME of SERVER rendered with the given arguments (prompts/get): its
+    messages, role by role. Nothing is recorded and nothing reaches an agent. Exit 1 when the server
     answers with an error (an unknown prompt, a missing argument)."""
     setup_logging()
     loaded = load_config(config)
