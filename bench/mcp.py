@@ -17,8 +17,12 @@ and call its trivial ``echo`` tool:
   of the recorded pipeline (intent, Attempt, raw and effective result, commit).
 
 Printed: the median and p95 per call of each side, the ratio of the medians (target ≤ 1.5×),
-and how many server processes the AgentLoom run opened for its calls (target: 1). Every figure
-is measured in this run; the targets are the only constants.
+and how many server processes the AgentLoom run opened for its calls (target: 1). To tell
+AgentLoom's own work from the disk's, the AgentLoom loop also runs with the SQLite file on tmpfs
+(``/dev/shm``: a disk sync costs nothing there) and on the memory store, and the script measures
+what one synced SQLite commit costs on the disk of the temporary folder (a side-effecting call
+syncs once: its intent, before the server is called). Every figure is measured in this run; the
+targets are the only constants.
 """
 
 from __future__ import annotations
@@ -84,12 +88,13 @@ sandbox: {{backend: none}}
 """
 
 
-async def agentloom(calls: int, folder: Path) -> dict[str, Any]:
-    """``bus.request`` of the MCP tool through the recorded pipeline, one run, SQLite."""
+async def agentloom(calls: int, folder: Path, store: str | None = None) -> dict[str, Any]:
+    """``bus.request`` of the MCP tool through the recorded pipeline, one run, on ``store``
+    (default: a SQLite file in ``folder``)."""
     config = folder / "agentloom.yaml"
     config.write_text(CONFIG.format(python=json.dumps(sys.executable), lab=json.dumps(str(LAB))),
                       encoding="utf-8")
-    rt = runtime_from_config(load_config(config), store=f"sqlite:///{folder / 'bench.db'}")
+    rt = runtime_from_config(load_config(config), store=store or f"sqlite:///{folder / 'bench.db'}")
     try:
         kernel = rt.kernel
         lease = await kernel.start_run()
@@ -109,6 +114,30 @@ async def agentloom(calls: int, folder: Path) -> dict[str, Any]:
         await rt.aclose()
 
 
+def disk_sync_us(folder: Path, commits: int = 200) -> float:
+    """The median cost of one fsync'd SQLite WAL commit in ``folder`` minus that of an unsynced
+    one: what the disk adds to a commit that must survive a power cut."""
+    import sqlite3
+
+    def median_commit(sync: str) -> float:
+        path = folder / f"sync-{sync}.db"
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={sync}")
+        conn.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)")
+        samples = []
+        for i in range(commits):
+            start = time.perf_counter()
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO t (v) VALUES (?)", (f"row {i}",))
+            conn.execute("COMMIT")
+            samples.append(time.perf_counter() - start)
+        conn.close()
+        return statistics.median(samples) * 1e6
+
+    return median_commit("FULL") - median_commit("NORMAL")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=300)
@@ -116,9 +145,21 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="agentloom-bench-mcp-") as tmp:
         loom = asyncio.run(agentloom(args.calls, Path(tmp)))
+        sync_us = disk_sync_us(Path(tmp))
+    # the same on a folder in memory (tmpfs: an fsync costs nothing) and on the memory store:
+    # what AgentLoom's own work costs, apart from the disk
+    shm = Path("/dev/shm")
+    in_memory_fs = None
+    if shm.is_dir():
+        with tempfile.TemporaryDirectory(prefix="agentloom-bench-mcp-", dir=shm) as tmp:
+            in_memory_fs = asyncio.run(agentloom(args.calls, Path(tmp)))
+    with tempfile.TemporaryDirectory(prefix="agentloom-bench-mcp-") as tmp:
+        memory = asyncio.run(agentloom(args.calls, Path(tmp), store="memory://"))
     base = asyncio.run(bare(args.calls))
     ratio = loom["median_us"] / base["median_us"]
     report = {"bare": base, "agentloom_sqlite": loom, "ratio": ratio,
+              "agentloom_sqlite_tmpfs": in_memory_fs, "agentloom_memory": memory,
+              "disk_sync_us": sync_us,
               "targets": {"ratio_at_most": TARGET_RATIO, "processes": TARGET_PROCESSES}}
     if args.json:
         print(json.dumps(report, indent=2))
@@ -129,6 +170,13 @@ def main() -> int:
     print(f"  AgentLoom bus.request (SQLite)     median {loom['median_us']:9,.1f} µs   "
           f"p95 {loom['p95_us']:9,.1f} µs")
     print(f"  ratio of medians                   {ratio:.2f}×   (target ≤ {TARGET_RATIO}×)")
+    if in_memory_fs is not None:
+        print(f"  AgentLoom, SQLite file on tmpfs    median {in_memory_fs['median_us']:9,.1f} µs   "
+              f"ratio {in_memory_fs['median_us'] / base['median_us']:.2f}×  (no disk sync)")
+    print(f"  AgentLoom, memory store            median {memory['median_us']:9,.1f} µs   "
+          f"ratio {memory['median_us'] / base['median_us']:.2f}×")
+    print(f"  one disk sync of a SQLite commit   {sync_us:9,.1f} µs   (one per side-effecting "
+          "call: its intent, before the server is called)")
     print(f"  server processes for {args.calls + WARMUP} calls  {loom['processes']}   "
           f"(target {TARGET_PROCESSES})")
     return 0

@@ -7,9 +7,7 @@ bubblewrap is missing (failed under ``CI=true``)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_npm import FILESYSTEM, NpmUnavailable, install_filesystem
 from tests.sandbox.conftest import confined_gateway, processes_with, require_bwrap, searchable
 from tests.workspace.corpus import payloads
 from tests.workspace.layout import Layout, build_layout, leaks
@@ -37,9 +36,6 @@ from mcp import Client, StdioServerParameters
 SERVERS = Path(__file__).parent / "servers"
 PROBE = SERVERS / "probe.py"
 REPO = Path(__file__).resolve().parents[2]
-NPM_PREFIX = REPO / ".cache" / "mcp-npm"
-FILESYSTEM = "@modelcontextprotocol/server-filesystem"
-FILESYSTEM_VERSION = "2026.8.31"
 
 
 @pytest.fixture
@@ -351,24 +347,12 @@ async def test_s6_2_mcp_server_git_speaks_mcp_from_the_sandbox_on_a_repo_in_the_
 @pytest.fixture(scope="module")
 def filesystem_server() -> Path:
     """``mcp-server-filesystem`` from npm, installed once into ``<repo>/.cache/mcp-npm``."""
-    script = NPM_PREFIX / "node_modules" / ".bin" / "mcp-server-filesystem"
-    manifest = NPM_PREFIX / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "package.json"
     try:
-        installed = json.loads(manifest.read_text(encoding="utf-8"))["version"]
-    except (OSError, ValueError, KeyError):
-        installed = None
-    if installed != FILESYSTEM_VERSION:
-        npm = shutil.which("npm")
-        done = None if npm is None else subprocess.run(
-            [npm, "install", "--prefix", str(NPM_PREFIX), "--no-audit", "--no-fund",
-             f"{FILESYSTEM}@{FILESYSTEM_VERSION}"], capture_output=True, text=True, timeout=300,
-            check=False)
-        if done is None or done.returncode != 0 or not script.exists():
-            why = "npm is not on PATH" if done is None else (done.stderr.strip().splitlines() or ["?"])[-1]
-            if os.environ.get("CI"):
-                pytest.fail(f"{FILESYSTEM} could not be installed: {why}")
-            pytest.skip(f"{FILESYSTEM} could not be installed: {why}")
-    return script
+        return install_filesystem()
+    except NpmUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"{FILESYSTEM} could not be installed: {exc}")
+        pytest.skip(f"{FILESYSTEM} could not be installed: {exc}")
 
 
 @pytest.fixture

@@ -41,7 +41,9 @@ def test_sqlite_store_connections_use_the_wal_journal(durable_store_url: str) ->
         store.close()
 
 
-def test_sqlite_store_connections_sync_fully_on_every_commit(durable_store_url: str) -> None:
+def test_sqlite_store_connections_sync_fully_unless_a_write_set_says_otherwise(
+    durable_store_url: str,
+) -> None:
     store = open_store(durable_store_url)
     try:
         levels = {role: pragma(conn, "synchronous") for role, conn in connections(store).items()}

@@ -303,7 +303,10 @@ class Call:
             state.unsaved, state.deferred = False, []
             commits.remember(state, ctx)
         else:
-            await commits.commit(ctx, ops, state=state)
+            # the terminal record of what has happened: complete and visible now, on the disk
+            # with the next synced commit — the next intent, before anything else leaves the
+            # process (WriteSet.sync); a power loss in between leaves the call ``unknown``
+            await commits.commit(ctx, ops, state=state, sync=False)
             commits.remember(state, ctx)
             if crash_after:
                 crashpoints.reached(crash_after)

@@ -115,15 +115,16 @@ class CommitPath:
 
     # -- commits ---------------------------------------------------------------------------
     async def commit(self, ctx: InvocationContext, ops: list[Op], *,
-                     state: OperationState | None = None) -> None:
-        """Commit ``ops`` — after the rows ``state`` deferred, if any — as one write set."""
+                     state: OperationState | None = None, sync: bool = True) -> None:
+        """Commit ``ops`` — after the rows ``state`` deferred, if any — as one write set
+        (``sync=False``: a record of what has happened, see ``WriteSet.sync``)."""
         if state is not None and state.deferred:
             ops = [*state.deferred, *ops]
-        await self.write(ctx, ops)
+        await self.write(ctx, ops, sync=sync)
         if state is not None:
             state.unsaved, state.deferred = False, []
 
-    async def write(self, ctx: InvocationContext, ops: list[Op]) -> None:
+    async def write(self, ctx: InvocationContext, ops: list[Op], *, sync: bool = True) -> None:
         """Commit ``ops`` (after the calls carried for ``ctx``'s invocation) as one write set,
         with the blobs their results name (``pipeline.stored``)."""
         carried = self._take_carried(ctx)
@@ -134,7 +135,8 @@ class CommitPath:
         try:
             if blobs:
                 ops = [*await self._blob_rows(blobs, fence), *ops]
-            await self.coordinator.commit(WriteSet(tuple(ops), fence), inline=self.active <= 1)
+            await self.coordinator.commit(WriteSet(tuple(ops), fence, sync=sync),
+                                          inline=self.active <= 1)
         except _COMMIT_REFUSED:
             if carried:  # rolled back with the rest: they wait for the next commit
                 self.carry(ctx, carried, first=True)

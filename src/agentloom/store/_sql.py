@@ -65,8 +65,13 @@ class SqlStore:
         """A new connection; the ``reader`` one only runs single-statement reads."""
         raise NotImplementedError
 
-    def _begin(self, cur: Any) -> None:
+    def _begin(self, cur: Any, *, sync: bool = True) -> None:
+        """Open a write transaction; ``sync=False``: its COMMIT need not wait for the disk
+        (``WriteSet.sync``)."""
         cur.execute("BEGIN")
+
+    def _after_write(self, cur: Any, *, sync: bool) -> None:
+        """Undo what ``_begin(sync=False)`` changed on the connection (nothing by default)."""
 
     def _has_table(self, name: str) -> bool:
         """Whether the database (the schema, on PostgreSQL) has the table ``name``."""
@@ -273,10 +278,11 @@ class SqlStore:
         """One transaction for the whole batch. The common case (nothing refused) runs without
         savepoints; when a write set is refused the transaction is redone with one savepoint per
         write set, so only the refused ones are rolled back."""
+        sync = any(ws.sync for ws in batch)
         with self._write_lock:
             cur = self._writer.cursor()
             try:
-                self._begin(cur)
+                self._begin(cur, sync=sync)
                 fenced: set[Fence] = set()
                 try:
                     for ws in batch:
@@ -285,7 +291,7 @@ class SqlStore:
                     self._writer.rollback()
                     if len(batch) == 1:
                         return [exc]
-                    return self._commit_isolated(cur, batch)
+                    return self._commit_isolated(cur, batch, sync=sync)
                 self._writer.commit()
                 return [None] * len(batch)
             except StoreError:
@@ -295,11 +301,15 @@ class SqlStore:
                 self._rollback_quietly()
                 raise StoreError(f"commit to {self._safe_url()} failed: {exc}") from exc
             finally:
+                if not sync:
+                    with contextlib.suppress(Exception):
+                        self._after_write(cur, sync=sync)
                 cur.close()
 
-    def _commit_isolated(self, cur: Any, batch: Sequence[WriteSet]) -> list[BaseException | None]:
+    def _commit_isolated(self, cur: Any, batch: Sequence[WriteSet], *,
+                         sync: bool = True) -> list[BaseException | None]:
         outcomes: list[BaseException | None] = [None] * len(batch)
-        self._begin(cur)
+        self._begin(cur, sync=sync)
         for i, ws in enumerate(batch):
             cur.execute(f"SAVEPOINT ws{i}")
             try:

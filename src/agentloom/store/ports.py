@@ -64,11 +64,22 @@ WriteOp: TypeAlias = Put | Insert | Delete
 @dataclass(frozen=True, slots=True)
 class WriteSet:
     """The writes of one commit: operations applied all together or not at all, fenced by the
-    run's lease epoch when ``fence`` is set. ``label`` names it in diagnostics only."""
+    run's lease epoch when ``fence`` is set. ``label`` names it in diagnostics only.
+
+    ``sync=False`` marks a record of what has already happened (an operation's terminal
+    result): the commit is complete — every reader sees it and it survives a crash of this
+    process — but it does not wait for the disk. The next synced commit carries it there: a
+    log (SQLite's WAL, PostgreSQL's) reaches the disk in order, so what a power loss can take
+    is only the newest unsynced commits, never one before a commit that was synced. The
+    pipeline syncs every commit that precedes an effect outside the process (an intent before
+    its Attempt, the end of a run), so a lost record is a call reported ``unknown``, never one
+    run twice nor one reported done that did not happen. A batch is synced when any of its
+    write sets asks for it."""
 
     ops: tuple[WriteOp, ...]
     fence: Fence | None = None
     label: str = field(default="", compare=False)
+    sync: bool = field(default=True, compare=False)
 
 
 class Store(Protocol):

@@ -36,6 +36,9 @@ _SYSTEM_SCHEMAS = frozenset({"information_schema"})  # and every pg_* name
 # A run's lease lock: the two-key advisory lock space, AgentLoom's class 0x414C ("AL").
 _RUN_LOCK = "SELECT pg_advisory_xact_lock(16716, hashtext(%s))"
 _RUN_LOCK_SHARED = "SELECT pg_advisory_xact_lock_shared(16716, hashtext(%s))"
+# ``WriteSet.sync=False``: the commit is complete and visible at once; the WAL reaches the disk
+# with the next synchronous commit (of any session: the WAL is flushed in order)
+_NO_SYNC = "SET LOCAL synchronous_commit TO OFF"
 # Refusals raise in the server (division by zero), aborting the rest of the query.
 _FENCE_CHECK = ("SELECT 1 / COALESCE((SELECT (lease_epoch = %s)::int FROM runs "
                 "WHERE run_id = %s), 0)")
@@ -123,8 +126,10 @@ class PostgresStore(SqlStore):
     def _has_table(self, name: str) -> bool:
         return bool(self._read("SELECT to_regclass(%s) IS NOT NULL", (name,))[0][0])
 
-    def _begin(self, cur: Any) -> None:
+    def _begin(self, cur: Any, *, sync: bool = True) -> None:
         cur.execute("BEGIN")
+        if not sync:  # this transaction's COMMIT does not wait for the WAL flush
+            cur.execute(_NO_SYNC)
 
     def commit_many(self, batch: Sequence[WriteSet]) -> list[BaseException | None]:
         if self.read_only:
@@ -145,7 +150,7 @@ class PostgresStore(SqlStore):
         """
         psycopg = _psycopg()
         literal = self._literal.mogrify
-        statements = ["BEGIN"]
+        statements = ["BEGIN"] if any(ws.sync for ws in batch) else ["BEGIN", _NO_SYNC]
         try:
             fenced: set[Fence] = set()
             for ws in batch:

@@ -58,8 +58,13 @@ class SqliteStore(SqlStore):
         conn.execute("PRAGMA busy_timeout=30000")
         return _AutocommitConnection(conn)
 
-    def _begin(self, cur: Any) -> None:
+    def _begin(self, cur: Any, *, sync: bool = True) -> None:
+        if not sync:  # in WAL mode: the commit is written to the WAL, not fsynced
+            cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("BEGIN IMMEDIATE")
+
+    def _after_write(self, cur: Any, *, sync: bool) -> None:
+        cur.execute("PRAGMA synchronous=FULL")  # the connection's resting state
 
     def _ddl(self, sqlite_sql: str, postgres_sql: str) -> str:
         return sqlite_sql
