@@ -38,7 +38,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"bus"}),
     frozenset({"pipeline"}),
     frozenset({"hooks", "context"}),
-    frozenset({"models", "tools", "workspace", "sandbox", "mcp"}),
+    frozenset({"models", "tools", "workspace", "sandbox", "mcp", "skills"}),
     frozenset({"store"}),
     frozenset({"errors", "ids", "results", "config", "catalog", "canonical", "yamlfile", "cancel",
                "attempts", "refs", "text", "folders", "limits"}),

@@ -133,6 +133,7 @@ class Kernel:
         self.environment = RunEnvironment(
             self.store, self.coordinator, root=Path(workspace_root), policy=sandbox,
             sandbox_backend=sandbox_backend, notify=self.bus.notify)
+        self.hooks.attach_environment(self.environment)  # command hooks: sandbox, workspaces
         self.tools.register("builtin:result.read",
                             ResultReadHandler(self.store, self.environment.blobs))
         # Models (000 §4): ModelManager owns "model" requests; kernel.models is the gateway.
@@ -212,11 +213,14 @@ class Kernel:
         a kernel without MCP tools never imports the ``mcp`` SDK."""
         if self._mcp is None:
             from agentloom.mcp import McpSessions
+            from agentloom.mcp.oauth import McpCredentials
 
             scopes = self.environment.scopes
             self._mcp = McpSessions(
                 notify=self.bus.notify, backend=self.environment.sandbox_backend,
-                policy=self.environment.policy, workspace_of=lambda sid: scopes.path(scopes.get(sid)))
+                policy=self.environment.policy, workspace_of=lambda sid: scopes.path(scopes.get(sid)),
+                space_of=lambda sid: scopes.get(sid).owner_ref.space_id,
+                credentials=McpCredentials(self.store))  # OAuth grants: the store's secret table
         return self._mcp
 
     # -- models --------------------------------------------------------------------------

@@ -163,3 +163,38 @@ async def test_s7_4_deleting_an_owner_with_nothing_stored_leaves_only_its_tombst
     assert len(after.pop("deleted_owners")) == 1
     before.pop("deleted_owners")
     assert after == before
+
+
+async def test_s7_4_a_blob_an_imported_skill_holds_stays_when_the_owner_is_deleted(
+    durable_store_url: str, servers: Callable[[], ScriptedOpenAIServer],
+    runtime_factory: Callable[..., Runtime], tmp_path: Path,
+) -> None:
+    """A Skill file with the very text of one of alpha's results is the same content-addressed
+    blob: deleting alpha leaves it, and the skill reads whole (shared resources are only
+    unreferenced, 000 §7.4)."""
+    from agentloom.skills.service import SourceSpec, import_skills
+    from agentloom.store import open_store
+
+    scripted = {"alpha": servers(), "beta": servers()}
+    rt = runtime(runtime_factory, durable_store_url, scripted)
+    await populate(rt, scripted)
+    folder = tmp_path / "skills" / "alpha-notes"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: alpha-notes\ndescription: Notes.\n---\nRead "
+                                     "notes.txt.\n", encoding="utf-8")
+    (folder / "notes.txt").write_text(ALPHA, encoding="utf-8")
+    store = open_store(durable_store_url)
+    try:
+        (imported,) = import_skills(SourceSpec(path=tmp_path / "skills"), store).skills
+    finally:
+        store.close()
+    (notes,) = [f for f in imported.version.files if f.path == "notes.txt"]
+    before = dump(durable_store_url)
+    assert any(r[0] == notes.sha256 for r in before["blobs"])  # one blob: alpha's and the skill's
+
+    summary = await asyncio.wait_for(rt.delete_owner("agent:alpha"), WAIT_S)
+
+    assert summary.state == "deleted" and summary.blobs_kept >= 2  # the shared one, the skill's
+    after = dump(durable_store_url)
+    assert {r for r in before["blobs"] if r[0] == notes.sha256} <= after["blobs"]
+    assert {r for r in before["blob_chunks"] if r[0] == notes.sha256} <= after["blob_chunks"]

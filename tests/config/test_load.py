@@ -340,8 +340,8 @@ CASES = {
         HOOKS + "      - {timing: before, handler: {ref: my_hooks.guard}}\n",
         "agents.main.hooks[0].handler.ref: must look like 'package.module:function' (got 'my_hooks.guard')"),
     "hook_kind_unknown": (
-        HOOKS + "      - {timing: before, handler: {kind: http, ref: 'h:f'}}\n",
-        "agents.main.hooks[0].handler.kind: must be 'python' (got 'http')"),
+        HOOKS + "      - {timing: before, handler: {kind: wasm, ref: 'h:f'}}\n",
+        "agents.main.hooks[0].handler: unknown handler kind 'wasm'; use kind: python, command or http"),
     "hook_timeout_zero": (
         HOOKS + "      - {timing: after, handler: {ref: 'h:f'}, timeout_s: 0}\n",
         "agents.main.hooks[0].timeout_s: must be greater than 0 (got 0)"),
@@ -380,12 +380,13 @@ def test_config_error_names_key_and_fix(tmp_path: Path, case: str) -> None:
 
 
 def test_config_error_names_key_and_fix_for_an_unknown_key_listing_the_allowed_keys(tmp_path: Path) -> None:
-    error = load_error(tmp_path, MINIMAL + "    retrys: {enabled: true}\nskills: {}\n")
+    error = load_error(tmp_path, MINIMAL + "    retrys: {enabled: true}\nplugins: {}\n")
     lines = str(error).splitlines()
     assert ("agents.main.retrys: unknown key 'retrys'; did you mean 'retry'? allowed keys at agents.main: "
-            "description, executors, hooks, instructions, limits, model, output, retry, tools") in lines
-    assert ("skills: unknown key 'skills'; allowed keys at the top level: "
-            "agents, connections, mcp_servers, recovery, sandbox, version, workspace") in lines
+            "description, executors, hooks, instructions, limits, model, output, retry, skills, "
+            "tools") in lines
+    assert ("plugins: unknown key 'plugins'; allowed keys at the top level: "
+            "agents, connections, mcp_servers, recovery, sandbox, skills, version, workspace") in lines
 
 
 def test_config_error_names_key_and_fix_for_an_unknown_key_inside_a_model_choice(tmp_path: Path) -> None:

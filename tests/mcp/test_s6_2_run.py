@@ -153,6 +153,9 @@ SECRET_TURNS = """\
     tool_calls:
       - {id: s, name: mcp__lab__echo, arguments: {text: over stdio}}
   - expect: {role: tool, contains: "echo: over stdio"}
+    tool_calls:
+      - {id: b, name: mcp__lab__boom, arguments: {env: LAB_TOKEN}}
+  - expect: {role: tool, contains: "the lab server exploded (token [redacted])"}
     text: done
 """
 
@@ -160,7 +163,7 @@ HEADER_TOKEN = "hdr-tok-5b1f0c7e9a"
 ENV_SECRET = "env-sec-0d7f3a91c2"
 
 
-def test_s6_2_header_token_and_env_secret_never_reach_the_store_or_runs_show(
+def test_s6_2_header_token_and_env_secret_never_reach_the_store_runs_show_output_or_errors(
     tmp_path: Path, durable_store_url: str, lab_http: str, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("LAB_HTTP_TOKEN", HEADER_TOKEN)
@@ -168,12 +171,18 @@ def test_s6_2_header_token_and_env_secret_never_reach_the_store_or_runs_show(
     servers = (f"  labh: {{transport: http, url: {json.dumps(lab_http)}, "
                "headers: {Authorization: \"Bearer ${LAB_HTTP_TOKEN}\"}}\n"
                + lab_entry(env=", env: {LAB_TOKEN: \"${LAB_ENV_SECRET}\"}"))
-    config = project(tmp_path / "p", SECRET_TURNS, tools="mcp.labh.echo, mcp.lab.echo",
-                     servers=servers)
+    config = project(tmp_path / "p", SECRET_TURNS,
+                     tools="mcp.labh.echo, mcp.lab.echo, mcp.lab.boom", servers=servers)
 
-    out = cli_json("run", str(config), "echo twice", "--store", durable_store_url)
+    ran = cli("run", str(config), "echo twice", "--store", durable_store_url, "--json")
+    out = json.loads(ran.stdout)
 
     assert out["status"] == "succeeded", out
+    # the server echoed the env secret in its error: the model, the record, the output see it
+    # replaced (and the run's own output, stdout and stderr, holds neither secret)
+    assert HEADER_TOKEN not in ran.stdout + ran.stderr and ENV_SECRET not in ran.stdout + ran.stderr
+    boom = operations(out["run_id"], durable_store_url)["mcp.lab.boom"]
+    assert "[redacted]" in json.dumps(boom["error"]), boom
     shown = cli("runs", "show", out["run_id"], "--store", durable_store_url, "--json")
     events = cli("runs", "events", out["run_id"], "--store", durable_store_url, "--json")
     human = cli("runs", "show", out["run_id"], "--store", durable_store_url)

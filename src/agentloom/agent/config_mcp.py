@@ -29,9 +29,10 @@ _GLOB = frozenset("*?[")
 
 
 def mcp_catalog(config: Config, *, backend: SandboxBackend,
-                policy: EnvironmentPolicy | None = None) -> list[McpTool]:
+                policy: EnvironmentPolicy | None = None, store: str | None = None) -> list[McpTool]:
     """Every tool of the MCP servers the agents name, listed now (nothing when none is named),
-    and the ``mcp.<server>.resources.read`` of each that declares resources.
+    and the ``mcp.<server>.resources.read`` of each that declares resources. ``store``: the
+    URL of the store whose OAuth grants (``agentloom mcp login``) HTTP servers are sent.
 
     Raises:
         ConfigError: a server could not be started, reached or spoken to; the message names
@@ -42,15 +43,20 @@ def mcp_catalog(config: Config, *, backend: SandboxBackend,
     if not used:
         return []
     from agentloom.mcp import discover  # the mcp SDK is imported only when a server is used
+    from agentloom.mcp.oauth import McpCredentials
 
     servers = {name: server for name, server in config.mcp_servers.items() if name in used}
     workspace = config.resolve_path(config.workspace.bind) if config.workspace.bind else None
+    credentials = McpCredentials(store) if store is not None else None  # opened on first use
     try:
         listings = discover(servers, base_dir=config.base_dir, backend=backend, policy=policy,
-                            workspace=workspace)
+                            workspace=workspace, credentials=credentials)
     except AgentLoomError as exc:
         raise ConfigError(f"{config.origin}: mcp_servers: {exc.error.message}",
                           code=exc.code) from None
+    finally:
+        if credentials is not None:
+            credentials.close()
     # a server that declares resources adds mcp.<server>.resources.read (selected like a tool)
     return [tool for listing in listings for tool in listing.capabilities]
 

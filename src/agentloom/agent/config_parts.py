@@ -40,6 +40,12 @@ from agentloom.config import (
     key_path,
 )
 from agentloom.config.mcp import mcp_entry_parts
+from agentloom.config.model import (
+    AnyHandlerConfig,
+    CommandHandlerConfig,
+    HandlerConfig,
+    HttpHandlerConfig,
+)
 from agentloom.errors import ConfigError
 from agentloom.hooks.spec import HandlerRef, HookMatch, HookSpec
 from agentloom.models.budget import build_descriptor, resolve_descriptor
@@ -268,11 +274,22 @@ def hook_specs(config: Config) -> tuple[HookSpec, ...]:
                 match=HookMatch(role=name if role is None else (None if role == "*" else role),
                                 capability=hook.match.capability, purpose=hook.match.purpose,
                                 status=hook.match.status),
-                handler=HandlerRef(kind=hook.handler.kind, ref=hook.handler.ref),
-                timeout_s=hook.timeout_s,
+                handler=_handler_ref(hook.handler, config.base_dir),
+                timeout_s=hook.hook_timeout_s,
                 on_failure=hook.on_failure,
             ))
     return tuple(specs)
+
+
+def _handler_ref(handler: AnyHandlerConfig, base_dir: Path) -> HandlerRef:
+    """The spec of a configured handler; a command hook starts in the config file's folder."""
+    if isinstance(handler, CommandHandlerConfig):
+        return HandlerRef(kind="command", command=handler.command, argv=handler.argv,
+                          env=tuple(handler.env.items()), project_dir=str(base_dir))
+    if isinstance(handler, HttpHandlerConfig):
+        return HandlerRef(kind="http", url=handler.url, headers=tuple(handler.headers.items()),
+                          allow_private=handler.allow_private)
+    return HandlerRef(kind=handler.kind, ref=handler.ref)
 
 
 def hook_functions(config: Config) -> dict[str, Callable[..., Any]]:
@@ -286,6 +303,8 @@ def hook_functions(config: Config) -> dict[str, Callable[..., Any]]:
     functions: dict[str, Callable[..., Any]] = {}
     for name, agent in config.agents.items():
         for i, hook in enumerate(agent.hooks):
+            if not isinstance(hook.handler, HandlerConfig):  # command / http: nothing to import
+                continue
             ref = hook.handler.ref
             if ref in functions:
                 continue

@@ -60,7 +60,8 @@ def store_url_for(config: Config, store: str | None = None) -> str:
     return store or os.environ.get(STORE_ENV) or config.default_store_url()
 
 
-def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None) -> list[AgentSpec]:
+def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None,
+                store: str | None = None) -> list[AgentSpec]:
     """One ``AgentSpec`` per configured agent, in file order, after ``check_config``.
 
     Raises:
@@ -74,7 +75,7 @@ def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None
     check_config(config)
     # the MCP servers agents name are listed now: their tools are this release's catalog
     mcp = mcp_catalog(config, backend=sandbox_backend or config.sandbox.backend,
-                      policy=environment_policy(config))
+                      policy=environment_policy(config), store=store)  # store: OAuth grants
     specs: list[AgentSpec] = []
     problems: list[Problem] = []
     for name, agent in config.agents.items():
@@ -140,7 +141,7 @@ def runtime_from_config(
     """
     _importable(config.base_dir)
     url = store_url_for(config, store)  # the SQLite store makes its own folders (0711)
-    specs = agent_specs(config, sandbox_backend=sandbox_backend)
+    specs = agent_specs(config, sandbox_backend=sandbox_backend, store=url)
     hooks = hook_specs(config)
     functions = hook_functions(config)
     return Runtime(specs, store=url, hooks=hooks, hook_functions=functions,

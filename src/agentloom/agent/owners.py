@@ -246,6 +246,10 @@ def _referenced_elsewhere(kernel: Kernel, digests: set[str],
             if tuple(row.get(c) for c in key_columns) in mine.get(t, set()):
                 continue
             found.update(d for d in _row_blobs(t, row) if d in digests)
+    # an imported Skill's files are blobs too, owned by no run: identical text stays
+    for row in store.query("skill_versions"):
+        found.update(f["sha256"] for f in (row.get("data") or {}).get("files", ())
+                     if f.get("sha256") in digests)
     return found
 
 

@@ -41,6 +41,7 @@ from agentloom.cli.output import (
 )
 from agentloom.cli.owners import owners_app
 from agentloom.cli.scaffold import scaffold
+from agentloom.cli.skills import skills_app
 from agentloom.cli.stores import open_existing_store, resolve_store_url
 from agentloom.cli.views import run_detail, run_summaries
 from agentloom.cli.worker import work
@@ -60,6 +61,7 @@ runs_app = typer.Typer(no_args_is_help=True, help="Inspect and control runs in a
 app.add_typer(runs_app, name="runs")
 app.add_typer(owners_app, name="owners")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(skills_app, name="skills")
 
 
 def _print_version(value: bool) -> None:

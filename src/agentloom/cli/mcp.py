@@ -1,13 +1,15 @@
 """``agentloom mcp list CONFIG`` and ``agentloom mcp call CONFIG SERVER TOOL --args JSON``: the
 configured MCP servers, their negotiated protocol and tools, and one call for debugging;
 ``agentloom mcp prompts CONFIG SERVER`` and ``agentloom mcp prompt CONFIG SERVER NAME --arg k=v``:
-a server's prompts and one rendered (never injected into an agent). docs/cli.md and docs/mcp.md
-are the reference.
+a server's prompts and one rendered (never injected into an agent); ``agentloom mcp login
+CONFIG SERVER``: OAuth 2.1 sign-in to an HTTP server, its tokens kept in the store's secret
+table for runs. docs/cli.md and docs/mcp.md are the reference.
 
 All connect as a run would (stdio servers through the launcher of ``sandbox.backend``, HTTP
-servers with their headers, ``${VAR}`` read from the environment now) but outside any run:
-nothing is recorded in a store, no hook runs. A stdio server starts in the folder
-``workspace.bind`` names, else in a fresh empty folder deleted afterwards.
+servers with their headers and the OAuth grant stored for them, ``${VAR}`` read from the
+environment now) but outside any run: nothing is recorded in a store (``login`` writes its
+grant only), no hook runs. A stdio server starts in the folder ``workspace.bind`` names, else
+in a fresh empty folder deleted afterwards.
 """
 
 from __future__ import annotations
@@ -15,20 +17,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, UsageFailure
 from agentloom.cli.output import print_json, say, setup_logging, stdout_console
+from agentloom.cli.stores import sqlite_path
 from agentloom.config import Config, load_config
+
+if TYPE_CHECKING:
+    from agentloom.mcp.oauth import McpCredentials
 
 __all__ = ["mcp_app"]
 
-mcp_app = typer.Typer(no_args_is_help=True, help="List and call the MCP servers of a config.")
+mcp_app = typer.Typer(no_args_is_help=True,
+                      help="List, call and sign in to the MCP servers of a config.")
 
 _CONFIG = Annotated[Path, typer.Argument(metavar="CONFIG", help="The config file.",
                                          show_default=False)]
@@ -37,6 +46,17 @@ _JSON = Annotated[bool, typer.Option("--json", help="Print one JSON value on std
 
 def _workspace(config: Config) -> Path | None:
     return config.resolve_path(config.workspace.bind) if config.workspace.bind else None
+
+
+def _credentials(config: Config, store: str | None = None) -> McpCredentials | None:
+    """The OAuth grants of the config's store (``--store``, ``$AGENTLOOM_STORE``, else beside
+    the config); none where no SQLite store exists yet (nothing is created here)."""
+    from agentloom.agent.configured import store_url_for
+    from agentloom.mcp.oauth import McpCredentials
+
+    url = store_url_for(config, store)
+    path = sqlite_path(url)
+    return None if path is not None and not path.is_file() else McpCredentials(url)
 
 
 @mcp_app.command("list")
@@ -50,9 +70,14 @@ def mcp_list(config: _CONFIG, as_json: _JSON = False) -> None:
     from agentloom.agent.configured import environment_policy
     from agentloom.mcp import discover
 
-    listings = discover(loaded.mcp_servers, base_dir=loaded.base_dir,
-                        backend=loaded.sandbox.backend, policy=environment_policy(loaded),
-                        workspace=_workspace(loaded))
+    credentials = _credentials(loaded)
+    try:
+        listings = discover(loaded.mcp_servers, base_dir=loaded.base_dir,
+                            backend=loaded.sandbox.backend, policy=environment_policy(loaded),
+                            workspace=_workspace(loaded), credentials=credentials)
+    finally:
+        if credentials is not None:
+            credentials.close()
     if as_json:
         print_json([listing.to_dict() for listing in listings])
         raise typer.Exit(EXIT_OK)
@@ -119,8 +144,10 @@ async def _call(config: Config, server: str, tool: str, arguments: dict[str, Any
 
     policy = environment_policy(config)
     backend = config.sandbox.backend
+    credentials = _credentials(config)
     (listing,) = await list_servers({server: config.mcp_servers[server]}, base_dir=config.base_dir,
-                                    backend=backend, policy=policy, workspace=_workspace(config))
+                                    backend=backend, policy=policy, workspace=_workspace(config),
+                                    credentials=credentials)
     found = [t for t in listing.tools if t.name == tool]
     if not found:
         raise UsageFailure(f"MCP server {server!r} lists no tool {tool!r}; it lists: "
@@ -130,7 +157,7 @@ async def _call(config: Config, server: str, tool: str, arguments: dict[str, Any
         workspace = _workspace(config) or Path(
             stack.enter_context(tempfile.TemporaryDirectory(prefix="mcp-call-")))
         sessions = McpSessions(notify=lambda kind, payload: None, backend=backend, policy=policy,
-                               workspace_of=lambda scope_id: workspace)
+                               workspace_of=lambda scope_id: workspace, credentials=credentials)
         context = AttemptContext(operation_id=new_id(), attempt_no=1, run_id=f"cli-{new_id()}",
                                  role=None, deadline=time.time() + 3600.0, workspace_scope_id="cli")
         request = CapabilityRequest(operation_id=context.operation_id, resource_version_id="cli",
@@ -139,6 +166,8 @@ async def _call(config: Config, server: str, tool: str, arguments: dict[str, Any
             result = await McpToolHandler(found[0], sessions).invoke_once(request, context)
         finally:
             await sessions.aclose()
+            if credentials is not None:
+                credentials.close()
     return result.to_dict()
 
 
@@ -159,9 +188,14 @@ async def _prompts(config: Config, server: str, name: str | None,
     from agentloom.mcp.prompts import declares_prompts
     from mcp import MCPError
 
-    async with connected(server, config.mcp_servers[server], base_dir=config.base_dir,
-                         backend=config.sandbox.backend, policy=environment_policy(config),
-                         workspace=_workspace(config)) as conn:
+    credentials = _credentials(config)
+    async with contextlib.AsyncExitStack() as stack:
+        if credentials is not None:
+            stack.callback(credentials.close)
+        conn = await stack.enter_async_context(connected(
+            server, config.mcp_servers[server], base_dir=config.base_dir,
+            backend=config.sandbox.backend, policy=environment_policy(config),
+            workspace=_workspace(config), credentials=credentials))
         if not declares_prompts(conn):
             raise UsageFailure(f"MCP server {server!r} declares no prompts",
                                code="MCP_PROMPTS_UNSUPPORTED")
@@ -232,3 +266,66 @@ def mcp_prompt(
             say(out, f"[{message['role']}] "
                      f"{content['text'] if 'text' in content else json.dumps(content)}")
     raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+@mcp_app.command("login")
+def mcp_login(
+    config: _CONFIG,
+    server: _SERVER,
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL", help="Store URL whose secret table keeps the tokens "
+        "(sqlite:///path.db, postgresql://…). Default: $AGENTLOOM_STORE, else "
+        "sqlite:///.agentloom/agentloom.db in the folder of CONFIG.")] = None,
+    no_browser: Annotated[bool, typer.Option(
+        "--no-browser", help="Only print the URL to open; start no browser.")] = False,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", metavar="SECONDS", min=1.0,
+        help="How long to wait for the browser's redirect.")] = 300.0,
+    as_json: _JSON = False,
+) -> None:
+    """Sign in to the HTTP server SERVER with OAuth 2.1 (authorization code + PKCE, metadata
+    discovery, dynamic registration or oauth.client_id) and keep its tokens in the store's
+    secret table: runs send them and refresh them, and never sign in themselves. Prints the URL
+    to open on stderr (and opens a browser when there is a display). Exit 1 when signing in
+    fails; 2 for a server that is not an HTTP server of CONFIG."""
+    setup_logging()
+    loaded = load_config(config)
+    _server(loaded, config, server)
+    from agentloom.agent.configured import store_url_for
+    from agentloom.config.mcp import HttpServerConfig
+    from agentloom.mcp.oauth import McpCredentials
+    from agentloom.mcp.oauth_login import login
+
+    entry = loaded.mcp_servers[server]
+    if not isinstance(entry, HttpServerConfig):
+        raise UsageFailure(
+            f"MCP server {server!r} is a {entry.transport} server: `agentloom mcp login` signs in "
+            "to HTTP servers (transport: http); a stdio server gets its credentials from its env",
+            code="MCP_LOGIN_UNSUPPORTED")
+
+    def announce(url: str) -> None:
+        sys.stderr.write(f"Open this URL in a browser to sign in to MCP server {server!r}:\n"
+                         f"{url}\n")
+        sys.stderr.flush()
+
+    browser = not no_browser and bool(os.environ.get("DISPLAY") or os.environ.get(
+        "WAYLAND_DISPLAY") or sys.platform in ("darwin", "win32"))
+    credentials = McpCredentials(store_url_for(loaded, store))
+    try:
+        grant = asyncio.run(login(server, entry, credentials, announce=announce,
+                                  open_browser=browser, timeout_s=timeout))
+    finally:
+        credentials.close()
+    shown = ({"server": server, "status": "not_required"} if grant is None
+             else {"status": "signed_in", **grant.summary()})
+    if as_json:
+        print_json(shown)
+    elif grant is None:
+        say(stdout_console(), f"MCP server {server!r} asks for no authorization; nothing stored")
+    else:
+        until = (time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(grant.expires_at))
+                 if grant.expires_at is not None else "no expiry given")
+        say(stdout_console(), f"signed in to {server} ({grant.issuer or grant.url}); token for "
+                              f"{grant.resource}, scope {grant.token.scope or '-'}, until {until}"
+                              f"{', refreshed by runs' if shown['refreshable'] else ''}")
+    raise typer.Exit(EXIT_OK)

@@ -37,13 +37,18 @@ __all__ = [
     "MCP_TOOL_ENTRY",
     "HttpServerConfig",
     "McpMount",
+    "McpProtocol",
     "McpServerConfig",
     "StdioServerConfig",
     "mcp_entry_parts",
     "secret_references",
 ]
 
-MCP_PROTOCOLS: tuple[str, ...] = ("2025-11-25",)
+McpProtocol = Literal["2025-11-25", "2026-07-28"]
+"""An MCP protocol profile: ``2025-11-25`` (the ``initialize`` handshake, 000 §6.2) or
+``2026-07-28`` (``server/discover`` and the per-request ``_meta`` envelope; docs/mcp.md)."""
+
+MCP_PROTOCOLS: tuple[str, ...] = ("2025-11-25", "2026-07-28")
 """The MCP protocol profiles a server entry may ask for (``protocol:``); the first is the default."""
 
 MCP_TOOL_ENTRY = re.compile(r"^mcp\.(?P<server>[A-Za-z][A-Za-z0-9_-]{0,57})\.(?P<tool>[^\s]+)$")
@@ -99,8 +104,10 @@ class McpMount(_Strict):
 
 
 class _ServerBase(_Strict):
-    protocol: Literal["2025-11-25"] = "2025-11-25"
-    """The MCP profile spoken (``initialize`` offers it; any other answer is refused)."""
+    protocol: McpProtocol = "2025-11-25"
+    """The MCP profile spoken: ``2025-11-25`` (default; ``initialize`` offers it) or
+    ``2026-07-28`` (``server/discover`` asks for it); a server that cannot speak it is refused
+    (``MCP_VERSION_UNSUPPORTED``)."""
     timeout_s: StrictFloat | None = Field(default=None, gt=0)
     """A tool call's timeout (default: the run deadline); when it passes, the call is cancelled
     with ``notifications/cancelled`` and its outcome is unknown."""
@@ -127,13 +134,23 @@ class StdioServerConfig(_ServerBase):
         return _checked_values(env, "environment variable", _ENV_NAME)
 
 
+class McpOAuth(_Strict):
+    """``oauth:`` of an HTTP server, read by ``agentloom mcp login`` only: the client id it
+    signs in with where the authorization server offers no dynamic client registration (a
+    public client: PKCE, no secret; its redirect is ``http://127.0.0.1:<any port>/callback``)."""
+
+    client_id: str = Field(min_length=1)
+
+
 class HttpServerConfig(_ServerBase):
     """A remote server over Streamable HTTP at ``url``; ``headers`` go on every request (values
-    may hold ``${VAR}``, read from the environment at connection time, never stored)."""
+    may hold ``${VAR}``, read from the environment at connection time, never stored).
+    ``oauth`` (default: none — the client registers itself) is for ``agentloom mcp login``."""
 
     transport: Literal["http"]
     url: str = Field(min_length=1)
     headers: dict[str, str] = Field(default_factory=dict)
+    oauth: McpOAuth | None = None
 
     @field_validator("url")
     @classmethod

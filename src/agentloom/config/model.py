@@ -40,6 +40,7 @@ from pydantic import (
 from agentloom.catalog import compile_schema
 from agentloom.config._problems import Problem, config_error, did_you_mean, key_path, shown
 from agentloom.config.mcp import MCP_TAGS, McpServerConfig, mcp_entry_parts
+from agentloom.config.skills import AgentSkills, SkillSourceConfig
 from agentloom.errors import CatalogError, ConfigError
 from agentloom.limits import leaves_input_room
 
@@ -47,12 +48,15 @@ __all__ = [
     "BUILTIN_TOOLS",
     "CONFIG_VERSION",
     "AgentConfig",
+    "AnyHandlerConfig",
+    "CommandHandlerConfig",
     "Config",
     "ConnectionConfig",
     "ConnectionModelChoice",
     "HandlerConfig",
     "HookConfig",
     "HookMatchConfig",
+    "HttpHandlerConfig",
     "LimitsConfig",
     "ModelChoice",
     "OutputConfig",
@@ -254,11 +258,90 @@ class HookMatchConfig(_Strict):
 
 
 class HandlerConfig(_Strict):
-    """A hook's ``handler:`` — where its code lives. Only ``kind: python`` with
-    ``ref: "package.module:function"``; the reference is checked at load time."""
+    """A ``kind: python`` hook handler (the default kind): ``ref: "package.module:function"``,
+    checked at load time."""
 
     kind: Literal["python"] = "python"
     ref: Annotated[str, AfterValidator(_ref)]
+
+
+def _env_map(value: Mapping[str, str]) -> Mapping[str, str]:
+    for name in value:
+        _env_name_plain(name)
+    return value
+
+
+def _env_name_plain(value: str) -> str:
+    if not _ENV.match(value):
+        raise ValueError(f"{value!r} is not an environment variable name (letters, digits, _)")
+    return value
+
+
+class CommandHandlerConfig(_Strict):
+    """A ``kind: command`` hook handler: ``command`` (run with ``sh -c``) or ``argv`` (no
+    shell), in the sandbox, with exactly ``env`` (values may use ``${VAR}``, read from the
+    runtime's environment when the hook runs); ``timeout_s`` here is the hook's timeout."""
+
+    kind: Literal["command"]
+    command: str | None = Field(default=None, min_length=1)
+    argv: tuple[Annotated[str, Field(min_length=1)], ...] | None = Field(default=None,
+                                                                        min_length=1)
+    env: Annotated[dict[str, str], AfterValidator(_env_map)] = Field(default_factory=dict)
+    timeout_s: StrictFloat | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_program(self) -> CommandHandlerConfig:
+        if (self.command is None) == (self.argv is None):
+            raise ValueError("give exactly one of `command` (a shell command line) or `argv` "
+                             "(a list: the program and its arguments, no shell)")
+        return self
+
+
+class HttpHandlerConfig(_Strict):
+    """A ``kind: http`` hook handler: the event is POSTed to ``url`` with ``headers`` (values
+    may use ``${VAR}``); ``allow_private: true`` lets it reach loopback and private addresses;
+    ``timeout_s`` here is the hook's timeout."""
+
+    kind: Literal["http"]
+    url: Annotated[str, AfterValidator(_url)]
+    headers: dict[str, str] = Field(default_factory=dict)
+    allow_private: StrictBool = False
+    timeout_s: StrictFloat | None = Field(default=None, gt=0)
+
+
+_HANDLER_TAGS: dict[str, type[BaseModel]] = {
+    "<python>": HandlerConfig, "<command>": CommandHandlerConfig, "<http>": HttpHandlerConfig}
+MODEL_TAGS.update(_HANDLER_TAGS)  # error paths leave the handler kind's tag out too
+
+
+def _handler_tag(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        return f"<{value.get('kind', 'python')}>"
+    for tag, cls in _HANDLER_TAGS.items():
+        if isinstance(value, cls):
+            return tag
+    return None
+
+
+def _known_kind(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        kind = value.get("kind", "python")
+        if kind == "mcp":
+            raise ValueError("handler kind 'mcp' is not yet supported (MCP hooks come later); "
+                             "use kind: python, command or http")
+        if kind not in ("python", "command", "http"):
+            raise ValueError(f"unknown handler kind {kind!r}; use kind: python, command or http")
+    return value
+
+
+AnyHandlerConfig = Annotated[
+    Annotated[HandlerConfig, Tag("<python>")]
+    | Annotated[CommandHandlerConfig, Tag("<command>")]
+    | Annotated[HttpHandlerConfig, Tag("<http>")],
+    Discriminator(_handler_tag),
+    BeforeValidator(_known_kind),
+]
+"""A hook's ``handler:`` by ``kind`` (default ``python``; 000 §5.4)."""
 
 
 class HookConfig(_Strict):
@@ -271,10 +354,24 @@ class HookConfig(_Strict):
     timing: Literal["before", "after"]
     event: Literal["tool", "model"] = "tool"
     match: HookMatchConfig = Field(default_factory=HookMatchConfig)
-    handler: HandlerConfig
+    handler: AnyHandlerConfig
     timeout_s: StrictFloat = Field(default=10.0, gt=0)
     on_failure: Literal["allow", "deny"] = "allow"
     """``deny``: a failure, timeout, invalid decision or dropped patch denies the call."""
+
+    @model_validator(mode="after")
+    def _one_timeout(self) -> HookConfig:
+        given = getattr(self.handler, "timeout_s", None)
+        if given is not None and "timeout_s" in self.model_fields_set and given != self.timeout_s:
+            raise ValueError(f"timeout_s is given twice ({self.timeout_s} on the hook, {given} in "
+                             "its handler); keep one")
+        return self
+
+    @property
+    def hook_timeout_s(self) -> float:
+        """The hook's timeout: its handler's ``timeout_s`` when given, else its own."""
+        given = getattr(self.handler, "timeout_s", None)
+        return self.timeout_s if given is None else float(given)
 
 
 class OutputConfig(_Strict):
@@ -320,6 +417,8 @@ class AgentConfig(_Strict):
     hooks: tuple[HookConfig, ...] = ()
     output: OutputConfig | None = None
     """Structured output (``None``: the final answer is text)."""
+    skills: AgentSkills = ()
+    """Imported skills the agent may use, by name, or ``"*"`` (config/skills.py)."""
 
     @field_validator("model", mode="before")
     @classmethod
@@ -432,6 +531,8 @@ class Config(_Strict):
     recovery: RecoveryConfig = Field(default_factory=RecoveryConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     """MCP servers whose tools agents list as ``mcp.<server>.<tool>`` (docs/mcp.md)."""
+    skills: tuple[SkillSourceConfig, ...] = ()
+    """Skill sources: folders, archives, pinned git commits (docs/skills.md)."""
 
     _base_dir: Path = PrivateAttr(default_factory=lambda: Path.cwd().resolve())
     _origin: str = PrivateAttr(default="<config>")
@@ -521,6 +622,8 @@ def cross_problems(config: Config) -> list[Problem]:
         _duplicates(agent.tools, f"{at}.tools", problems)
         _mcp_tool_problems(config, agent.tools, f"{at}.tools", problems)
         _executor_problems(config, name, agent, at, problems)
+        if agent.skills != "*":
+            _duplicates(agent.skills, f"{at}.skills", problems)
         for i, hook in enumerate(agent.hooks):
             where = f"{at}.hooks[{i}]"
             hook_id = hook.hook_id or default_hook_id(name, i)

@@ -37,6 +37,7 @@ from agentloom.hooks.decision import (
 )
 from agentloom.hooks.event import HookEvent
 from agentloom.hooks.runner import HookRunner, PythonHookRunner
+from agentloom.hooks.runners import CommandHookRunner, HookEnvironment, HttpHookRunner
 from agentloom.hooks.spec import HookSpec, Timing, config_version
 
 DIAGNOSTIC_LIMIT = 500  # characters of a hook's exception message kept in its diagnostic
@@ -81,13 +82,17 @@ class HookManager:
         self.hooks = tuple(hooks)
         self.version = config_version(self.hooks)
         self._by_id = {h.hook_id: h for h in self.hooks}
-        self._runners: dict[str, HookRunner] = {"python": PythonHookRunner(functions)}
+        self._command = CommandHookRunner()
+        self._runners: dict[str, HookRunner] = {
+            "python": PythonHookRunner(functions), "command": self._command,
+            "http": HttpHookRunner()}
         self._runners.update(runners or {})
         for hook in self.hooks:
             if hook.handler.kind not in self._runners:
+                later = " (MCP hooks are not yet supported)" if hook.handler.kind == "mcp" else ""
                 raise ConfigError(
-                    f"hook {hook.hook_id!r}: handler kind {hook.handler.kind!r} is not available; "
-                    f"known kinds: {sorted(self._runners)}"
+                    f"hook {hook.hook_id!r}: handler kind {hook.handler.kind!r} is not "
+                    f"available{later}; known kinds: {sorted(self._runners)}"
                 )
             if hook.timeout_s <= 0:
                 raise ConfigError(f"hook {hook.hook_id!r}: timeout_s must be positive")
@@ -121,6 +126,11 @@ class HookManager:
             )
             self._cache[key] = cached
         return cached
+
+    def attach_environment(self, environment: HookEnvironment) -> None:
+        """Run ``command`` hooks under ``environment``'s sandbox backend, with its spool and
+        the runs' workspaces (the kernel's ``RunEnvironment``)."""
+        self._command.attach(environment)
 
     def runner(self, kind: str) -> HookRunner:
         """The runner of handler kind ``kind`` (``python`` is always there)."""
@@ -239,6 +249,8 @@ async def _contained(call: Callable[[], Awaitable[Any]]) -> ParsedDecision | _Ra
         raw = await call()
     except GeneratorExit:  # this coroutine is being closed: it must not go on
         raise
+    except InvalidDecision as exc:  # a runner read output that is no decision (not JSON)
+        return _Invalid(str(exc))
     except BaseException as exc:  # the hook's own code; the caller's cancellation never lands here
         return _Raised(exc)
     try:

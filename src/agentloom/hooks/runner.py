@@ -1,7 +1,8 @@
 """Hook runners: the port that executes a hook's code, and the in-process Python runner.
 
-Command (sandboxed), HTTP and MCP runners implement the same ``HookRunner`` port. A runner
-only runs the code: the ``HookManager`` bounds it with the hook's timeout, contains whatever
+The command (sandboxed) and HTTP runners (``hooks.runners``) implement the same
+``HookRunner`` port; the ``HookManager`` picks one by ``handler.kind``. A runner only runs
+the code: the ``HookManager`` bounds it with the hook's timeout, contains whatever
 it raises and abandons it when the run stops.
 """
 
@@ -19,8 +20,9 @@ from agentloom.hooks.threads import HookThreads
 
 
 class HookRunner(Protocol):
-    """The port a hook kind implements (``python`` today): run the hook's code on the frozen
-    ``HookEvent`` and return what it returned, unparsed. Timeouts and failures are the
+    """The port a hook kind implements (``python``, ``command``, ``http``): run the hook's code
+    on the frozen ``HookEvent`` and return what it returned, unparsed (raising
+    ``InvalidDecision`` when its output is no decision at all). Timeouts and failures are the
     ``HookManager``'s business, not the runner's."""
 
     async def run(self, spec: HookSpec, event: HookEvent) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
@@ -38,12 +39,62 @@ class HookMatch:
         return not (self.status is not None and status is not None and self.status != status)
 
 
+HandlerKind = Literal["python", "command", "http"]
+"""The handler kinds a hook may have (000 §5.4); ``mcp`` comes later."""
+HANDLER_KINDS: tuple[HandlerKind, ...] = get_args(HandlerKind)
+
+Pairs = tuple[tuple[str, str], ...]
+"""A small ordered mapping kept hashable in a frozen spec: ``(name, value)`` pairs."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HandlerRef:
-    """Where the hook's code is: ``kind: python`` with ``ref: "module:function"`` for now."""
+    """Where the hook's code is, by ``kind``:
+
+    - ``python``: ``ref`` ``"module:function"``, called in this process;
+    - ``command``: ``command`` (a line for ``sh -c``) or ``argv`` (no shell), run in the
+      sandbox with exactly ``env`` (values may hold ``${VAR}``, read from the runtime's
+      environment when the hook runs, never stored), started in ``project_dir``;
+    - ``http``: a POST to ``url`` with ``headers`` (values may hold ``${VAR}``);
+      private and loopback addresses only with ``allow_private``.
+
+    Raises:
+        ValueError: fields that do not fit the kind (a ``ConfigError`` at the config's level).
+    """
 
     kind: str = "python"
-    ref: str
+    ref: str = ""
+    command: str | None = None
+    argv: tuple[str, ...] | None = None
+    env: Pairs = ()
+    project_dir: str | None = None
+    url: str | None = None
+    headers: Pairs = ()
+    allow_private: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("env", "headers"):
+            value = getattr(self, name)
+            if isinstance(value, Mapping):
+                object.__setattr__(self, name, tuple(value.items()))
+        if self.argv is not None and not isinstance(self.argv, tuple):
+            object.__setattr__(self, "argv", tuple(self.argv))
+        if self.kind == "command" and (self.command is None) == (self.argv is None):
+            raise ValueError("a command hook needs exactly one of command or argv")
+        if self.kind == "http" and not self.url:
+            raise ValueError("an http hook needs a url")
+
+    def to_dict(self) -> dict[str, object]:
+        """The handler as recorded in the hook configuration's version. ``${VAR}`` references
+        are kept as written; a literal header value is replaced by ``[redacted]``."""
+        out: dict[str, object] = {"kind": self.kind, "ref": self.ref}
+        if self.kind == "command":
+            out.update(command=self.command, argv=None if self.argv is None else list(self.argv),
+                       env=dict(self.env), project_dir=self.project_dir)
+        elif self.kind == "http":
+            out.update(url=self.url, allow_private=self.allow_private,
+                       headers={k: v if "${" in v else "[redacted]" for k, v in self.headers})
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,7 +125,7 @@ class HookSpec:
                 "purpose": self.match.purpose,
                 "status": self.match.status,
             },
-            "handler": {"kind": self.handler.kind, "ref": self.handler.ref},
+            "handler": self.handler.to_dict(),
             "timeout_s": self.timeout_s,
             "on_failure": self.on_failure,
         }

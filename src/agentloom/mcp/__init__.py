@@ -9,19 +9,24 @@
                               │          exposed "mcp__<server>__<tool>", schemas as declared
                               ▼
     pipeline Attempt ─► handler.McpToolHandler ─► pool.McpSessions (one per run + server)
-                                                     └► connection (stdio via launch | HTTP)
+                                                     └► connection (stdio via launch | HTTP
+                                                        on http_pool's shared client)
+                                                        └► profiles: 2025-11-25 | 2026-07-28
     resources/list ─► resources.McpResources "mcp.<server>.resources.read" ─► resources/read
     prompts/list, prompts/get ─► prompts (CLI only: never injected into instructions)
 
-Owns: connecting to MCP servers (stdio and Streamable HTTP, the 2025-11-25 handshake, declared
-client capabilities, the connection record), listing and describing their tools, calling them
+Owns: connecting to MCP servers (stdio and Streamable HTTP, the 2025-11-25 and 2026-07-28
+profiles, HTTP clients shared by (space, connection version, credential binding, workspace
+scope), declared client capabilities, the connection record), listing and describing their
+tools, calling them
 as pipeline handlers, the sessions of runs, resolving ``${VAR}`` secrets at connection time,
 and the one launch port for stdio servers (``launch``; the confined launcher is ``sandboxed``).
 Does not own: hooks, recording or retries (the pipeline), the sandbox itself (``sandbox/``),
 the configuration's shape (``config.mcp``).
 
 Modules: ``errors`` (codes), ``secrets``, ``launch`` (port + unconfined default),
-``connection``, ``catalog``, ``pool``, ``handler``, ``resources``, ``prompts``, ``discovery``.
+``profiles``, ``connection``, ``http_pool``, ``catalog``, ``pool``, ``handler``, ``resources``,
+``prompts``, ``discovery``.
 """
 
 from agentloom.mcp.catalog import McpTool, capability_key, exposed_name, list_tools, select

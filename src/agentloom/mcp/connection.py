@@ -2,14 +2,17 @@
 
 ::
 
-    open_connection(server, config, …) ─► launch (stdio) / HTTP client ─► ClientSession
-        ─► initialize (2025-11-25 offered; any other answer refused) ─► ConnectionRecord
+    open_connection(server, config, …) ─► launch (stdio) / HTTP client (shared: ``http_pool``)
+        ─► ClientSession ─► the handshake of ``config.protocol`` (``profiles``: initialize at
+           2025-11-25, server/discover at 2026-07-28; a server that cannot speak it is refused)
+        ─► ConnectionRecord
         … calls from any task …
     McpConnection.close() ─► session and transport closed in the task that opened them
 
-Capabilities declared (000 §6.2): none but ``roots`` on stdio (the workspace, as the server
-sees it). No sampling, elicitation or tasks: a server that sends such a request anyway gets the
-SDK's JSON-RPC error ("… not supported"), at once — nothing starts a model or pauses the run.
+Capabilities declared (000 §6.2): none but ``roots`` on stdio at 2025-11-25 (the workspace, as
+the server sees it). No sampling, elicitation or tasks: a server that sends such a request
+anyway gets the SDK's JSON-RPC error ("… not supported"), at once — nothing starts a model or
+pauses the run (a 2026-07-28 server's ``input_required`` instead: ``profiles``).
 The same holds for ``roots/list`` over HTTP. Logging messages and ``list_changed`` become bus
 observations (``mcp.log``, ``mcp.list_changed``); a catalog already published is not changed.
 
@@ -27,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx2
@@ -36,18 +39,28 @@ from mcp.client.streamable_http import streamable_http_client
 
 from agentloom.config.mcp import HttpServerConfig, StdioServerConfig
 from agentloom.errors import AgentLoomError
-from agentloom.mcp.errors import MCP_CONNECT_FAILED, MCP_VERSION_UNSUPPORTED, McpError
+from agentloom.mcp.errors import (
+    AUTH_REQUIRED_JSONRPC,
+    MCP_AUTH_REQUIRED,
+    MCP_CONNECT_FAILED,
+    McpError,
+)
 from agentloom.mcp.launch import LaunchContext, StdioLaunch
+from agentloom.mcp.profiles import declares_roots, handshake, log_level
 from agentloom.mcp.secrets import resolve_values, scrub
 from mcp import ClientSession, MCPError, stdio_client
 from mcp import types as mt
 
-__all__ = ["CONNECT_TIMEOUT_S", "ConnectionRecord", "McpConnection", "Notifier", "open_connection"]
+if TYPE_CHECKING:
+    from agentloom.mcp.oauth import McpCredentials
+
+__all__ = ["CONNECT_TIMEOUT_S", "ConnectionRecord", "McpConnection", "Notifier", "new_http_client",
+           "open_connection"]
 
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 30.0
-"""How long starting a server and its ``initialize`` handshake may take."""
+"""How long starting a server and its handshake (``initialize`` / ``server/discover``) may take."""
 
 Notifier = Callable[[str, dict[str, Any]], None]
 """Told of what a server reports (``mcp.log``, ``mcp.list_changed``, ``mcp.progress``)."""
@@ -123,16 +136,21 @@ async def open_connection(
     notify: Notifier,
     observed: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
+    http_client: httpx2.AsyncClient | None = None,
+    credentials: McpCredentials | None = None,
 ) -> McpConnection:
     """Start or reach ``server``, run the handshake, and return the open connection.
 
     The session lives in a task of its own (the ``mcp`` transports must be closed by the task
     that opened them); ``observed`` is added to every observation it sends (e.g. the run id).
+    ``http_client``: the shared client of an HTTP server (``http_pool``), its headers set and
+    left open; without one the connection makes and closes its own, sending the OAuth grant
+    ``credentials`` hold for the server (``oauth``: a 401 is ``MCP_AUTH_REQUIRED``).
 
     Raises:
         McpError: ``MCP_SECRET_MISSING``, ``MCP_CONNECT_FAILED`` (the process or URL could not
             be reached, or the handshake failed or took longer than ``CONNECT_TIMEOUT_S``),
-            ``MCP_VERSION_UNSUPPORTED`` (the server answered another protocol version).
+            ``MCP_VERSION_UNSUPPORTED`` (the server cannot speak ``config.protocol``).
         SandboxError: the launcher refused to start a stdio server.
     """
     where = f"mcp_servers.{server}"
@@ -143,7 +161,8 @@ async def open_connection(
         launch_ctx = replace(context, env=env)
         params = launch(config, launch_ctx)  # SandboxError: nothing was started
         transport: Any = stdio_client(params)
-        roots = _roots_callback(launch_ctx, params)
+        roots = (_roots_callback(launch_ctx, params)
+                 if declares_roots(config.protocol, stdio=True) else None)
     else:
         headers = resolve_values(config.headers, where=f"{where}.headers", secrets=secrets,
                                  environ=environ)
@@ -170,8 +189,10 @@ async def open_connection(
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if isinstance(config, HttpServerConfig):
-                    http = await stack.enter_async_context(httpx2.AsyncClient(
-                        headers=headers, timeout=httpx2.Timeout(CONNECT_TIMEOUT_S, read=300.0)))
+                    http = http_client if http_client is not None else (
+                        await stack.enter_async_context(new_http_client(
+                            headers, None if credentials is None
+                            else credentials.transport(server, config.url))))
                     streams = await stack.enter_async_context(
                         streamable_http_client(config.url, http_client=http))
                 else:
@@ -179,18 +200,14 @@ async def open_connection(
                 read, write = streams
                 session = await stack.enter_async_context(ClientSession(
                     read, write, list_roots_callback=roots, logging_callback=on_log,
-                    message_handler=on_message, client_info=_client_info()))
+                    message_handler=on_message, client_info=_client_info(),
+                    log_level=log_level(config.protocol)))
                 with anyio.fail_after(CONNECT_TIMEOUT_S):
-                    init = await session.initialize()
-                if init.protocol_version != config.protocol:
-                    raise McpError(MCP_VERSION_UNSUPPORTED, (
-                        f"MCP server {server!r} answered protocol {init.protocol_version}; this "
-                        f"connection speaks {config.protocol} only (mcp_servers.{server}.protocol)"))
-                info = init.server_info
+                    got = await handshake(session, server=server, protocol=config.protocol)
                 record = ConnectionRecord(
                     server=server, transport=config.transport,
-                    protocol_version=init.protocol_version, server_name=info.name,
-                    server_version=info.version, opened_at=time.time())
+                    protocol_version=got.protocol_version, server_name=got.server_name,
+                    server_version=got.server_version, opened_at=time.time())
                 conn = McpConnection(server=server, config=config, session=session,
                                      record=record, secrets=secrets, _closing=closing)
                 holder.append(conn)
@@ -215,6 +232,15 @@ async def open_connection(
     return conn
 
 
+def new_http_client(headers: dict[str, str],
+                    transport: httpx2.AsyncBaseTransport | None = None) -> httpx2.AsyncClient:
+    """A client (its own TCP connection pool) for an HTTP server: ``headers`` (resolved) on
+    every request; ``CONNECT_TIMEOUT_S`` to connect, 300 s to read (a long tool call);
+    ``transport``: e.g. ``oauth.BearerTransport`` (the server's stored OAuth grant)."""
+    return httpx2.AsyncClient(headers=headers, transport=transport,
+                              timeout=httpx2.Timeout(CONNECT_TIMEOUT_S, read=300.0))
+
+
 def _roots_callback(context: LaunchContext, params: Any) -> Any:
     """``roots/list`` of a stdio server: its workspace as it sees it (the launcher says where:
     ``/work`` in a bubblewrap sandbox unless that would hide its installation, else the host
@@ -237,10 +263,13 @@ def _connect_error(server: str, config: ServerConfig, exc: BaseException,
             return ours[0]
     if isinstance(exc, AgentLoomError):
         return exc
+    for leaf in _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]:
+        if isinstance(leaf, MCPError) and leaf.error.code == AUTH_REQUIRED_JSONRPC:  # oauth: 401
+            return McpError(MCP_AUTH_REQUIRED, scrub(leaf.error.message, secrets))
     target = (f"command {config.command!r}" if isinstance(config, StdioServerConfig)
               else f"URL {config.url}")
     if isinstance(exc, TimeoutError):
-        why = f"no answer to initialize within {CONNECT_TIMEOUT_S:g} s"
+        why = f"no answer to the handshake within {CONNECT_TIMEOUT_S:g} s"
     elif isinstance(exc, MCPError):
         why = f"JSON-RPC error {exc.error.code}: {exc.error.message}"
     elif isinstance(exc, BaseExceptionGroup):

@@ -33,6 +33,7 @@ from agentloom.config.mcp import HttpServerConfig, StdioServerConfig
 from agentloom.mcp.catalog import McpTool, list_tools
 from agentloom.mcp.connection import ConnectionRecord, McpConnection, Notifier, open_connection
 from agentloom.mcp.launch import LaunchContext, StdioLaunch, launcher_for
+from agentloom.mcp.oauth import McpCredentials
 from agentloom.mcp.resources import McpResources, list_resources
 from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
@@ -77,6 +78,7 @@ async def list_servers(
     workspace: Path | None = None,
     launch: StdioLaunch | None = None,
     notify: Notifier | None = None,
+    credentials: McpCredentials | None = None,
 ) -> list[ServerListing]:
     """Connect to every server at once, list all its tools and close it; in ``servers``' order.
 
@@ -86,7 +88,8 @@ async def list_servers(
     """
     async def one(name: str, config: StdioServerConfig | HttpServerConfig) -> ServerListing:
         async with connected(name, config, base_dir=base_dir, backend=backend, policy=policy,
-                             workspace=workspace, launch=launch, notify=notify) as conn:
+                             workspace=workspace, launch=launch, notify=notify,
+                             credentials=credentials) as conn:
             tools = await list_tools(conn, base_dir)
             resources = await list_resources(conn, base_dir)
         return ServerListing(server=name, record=conn.record, tools=tuple(tools),
@@ -111,6 +114,7 @@ async def connected(
     workspace: Path | None = None,
     launch: StdioLaunch | None = None,
     notify: Notifier | None = None,
+    credentials: McpCredentials | None = None,
 ) -> AsyncIterator[McpConnection]:
     """One open connection to ``name`` outside any run (a stdio server starts in ``workspace``,
     else in a fresh empty folder deleted afterwards; ``launch`` defaults to the backend's
@@ -128,7 +132,8 @@ async def connected(
                                 workspace_scope_id=None, workspace=folder, base_dir=base_dir,
                                 backend=backend, policy=policy or EnvironmentPolicy())
         conn = await open_connection(name, config, launch=launch or launcher_for(backend),
-                                     context=context, notify=notify or _ignore)
+                                     context=context, notify=notify or _ignore,
+                                     credentials=credentials)
         try:
             yield conn
         finally:
@@ -145,15 +150,18 @@ def discover(
     backend: SandboxBackend,
     policy: EnvironmentPolicy | None = None,
     workspace: Path | None = None,
+    credentials: McpCredentials | None = None,
 ) -> list[ServerListing]:
     """``list_servers`` from synchronous code: run on an event loop of its own, in a worker
-    thread (so it works whether or not the caller is inside a running loop)."""
+    thread (so it works whether or not the caller is inside a running loop). ``credentials``:
+    the stored OAuth grants HTTP servers are sent (``oauth``)."""
     if not servers:
         return []
 
     def run() -> list[ServerListing]:
         return asyncio.run(list_servers(servers, base_dir=base_dir, backend=backend,
-                                        policy=policy, workspace=workspace))
+                                        policy=policy, workspace=workspace,
+                                        credentials=credentials))
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(run).result()

@@ -22,18 +22,26 @@ MCP_CONNECT_FAILED: Final = "MCP_CONNECT_FAILED"  # the process / URL could not 
 MCP_VERSION_UNSUPPORTED: Final = "MCP_VERSION_UNSUPPORTED"  # not the configured profile
 MCP_SECRET_MISSING: Final = "MCP_SECRET_MISSING"  # a ${VAR} of env / headers is unset
 MCP_TOOL_NOT_LISTED: Final = "MCP_TOOL_NOT_LISTED"  # an agent names a tool the server lacks
+MCP_AUTH_REQUIRED: Final = "MCP_AUTH_REQUIRED"  # HTTP 401: `agentloom mcp login` (also a call)
+MCP_LOGIN_FAILED: Final = "MCP_LOGIN_FAILED"  # the OAuth flow of `agentloom mcp login` failed
+AUTH_REQUIRED_JSONRPC: Final = -32040
+"""The JSON-RPC error code a 401 answer becomes on an OAuth-aware connection (``oauth``)."""
 # -- calls (inside a ToolResult) -------------------------------------------------------------
 MCP_TOOL_ERROR: Final = "MCP_TOOL_ERROR"  # isError: true — a result, not a fault
 MCP_PROTOCOL_ERROR: Final = "MCP_PROTOCOL_ERROR"  # a JSON-RPC error answered the request
 MCP_OUTPUT_INVALID: Final = "MCP_OUTPUT_INVALID"  # structuredContent against outputSchema
 MCP_CALL_TIMEOUT: Final = "MCP_CALL_TIMEOUT"  # timeout_s passed; notifications/cancelled sent
 MCP_CONNECTION_LOST: Final = "MCP_CONNECTION_LOST"  # the session ended during the call
+MCP_INPUT_REQUIRED: Final = "MCP_INPUT_REQUIRED"  # 2026-07-28 input_required: never answered
 
 _CATEGORIES: Final[dict[str, ErrorCategory]] = {
+    MCP_INPUT_REQUIRED: "protocol",
     MCP_CONNECT_FAILED: "transport",
     MCP_VERSION_UNSUPPORTED: "protocol",
     MCP_SECRET_MISSING: "validation",
     MCP_TOOL_NOT_LISTED: "not_found",
+    MCP_AUTH_REQUIRED: "permission",
+    MCP_LOGIN_FAILED: "permission",
     MCP_TOOL_ERROR: "business",
     MCP_PROTOCOL_ERROR: "protocol",
     MCP_OUTPUT_INVALID: "protocol",

@@ -7,7 +7,9 @@
         ─► ToolResult:  succeeded           content / structuredContent (checked: outputSchema)
                         failed MCP_TOOL_ERROR     isError: true — a result the model sees
                         failed MCP_PROTOCOL_ERROR a JSON-RPC error answered the request
+                        failed MCP_AUTH_REQUIRED  HTTP 401: `agentloom mcp login` (oauth)
                         failed MCP_OUTPUT_INVALID structuredContent missing / not the schema
+                        failed MCP_INPUT_REQUIRED a 2026-07-28 input_required (never answered)
                         unknown MCP_CALL_TIMEOUT  timeout_s passed, notifications/cancelled sent
                         unknown MCP_CONNECTION_LOST the session ended mid-call
     ─► raw saved ─► after-hooks ─► effective result
@@ -28,13 +30,16 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+from pydantic import TypeAdapter
 
 from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.catalog import ArgumentValidator, compile_schema, thaw_json
 from agentloom.errors import AgentLoomError, ExternalOutcome, OperationError
-from agentloom.mcp.catalog import McpTool
+from agentloom.mcp.catalog import McpTool, list_tools
 from agentloom.mcp.connection import McpConnection
 from agentloom.mcp.errors import (
+    AUTH_REQUIRED_JSONRPC,
+    MCP_AUTH_REQUIRED,
     MCP_CALL_TIMEOUT,
     MCP_CONNECTION_LOST,
     MCP_OUTPUT_INVALID,
@@ -43,6 +48,7 @@ from agentloom.mcp.errors import (
     call_error,
 )
 from agentloom.mcp.pool import McpSessions
+from agentloom.mcp.profiles import input_required_error, modern
 from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.results import ContentBlock, JsonBlock, ResultStatus, TextBlock, ToolResult
 from mcp import MCPError
@@ -52,7 +58,12 @@ __all__ = ["McpToolHandler", "result_of"]
 
 MAX_ERROR_TEXT = 2000
 MAX_PROGRESS_KEPT = 20
-_NOT_STARTED_CODES = {mt.INVALID_REQUEST, mt.METHOD_NOT_FOUND, mt.INVALID_PARAMS, mt.PARSE_ERROR}
+CALL_ANSWER: TypeAdapter[mt.CallToolResult | mt.InputRequiredResult] = TypeAdapter(
+    mt.CallToolResult | mt.InputRequiredResult)
+"""A ``tools/call`` answer: a result, or (2026-07-28) ``input_required``."""
+_NOT_STARTED_CODES = {mt.INVALID_REQUEST, mt.METHOD_NOT_FOUND, mt.INVALID_PARAMS, mt.PARSE_ERROR,
+                      AUTH_REQUIRED_JSONRPC, mt.HEADER_MISMATCH,
+                      mt.MISSING_REQUIRED_CLIENT_CAPABILITY, mt.UNSUPPORTED_PROTOCOL_VERSION}
 
 
 class McpToolHandler(CapabilityHandler):
@@ -87,10 +98,21 @@ class McpToolHandler(CapabilityHandler):
         call = mt.CallToolRequest(params=mt.CallToolRequestParams(
             name=tool.name, arguments=thaw_json(request.arguments)))
         started = time.monotonic()
-        try:
-            result = await conn.session.send_request(
-                call, mt.CallToolResult, request_read_timeout_seconds=timeout,
+
+        async def send() -> mt.CallToolResult | mt.InputRequiredResult:
+            return await conn.session.send_request(
+                call, CALL_ANSWER, request_read_timeout_seconds=timeout,
                 progress_callback=on_progress)
+
+        try:
+            try:
+                result = await send()
+            except MCPError as exc:
+                if exc.error.code != mt.HEADER_MISMATCH or not modern(conn.record.protocol_version):
+                    raise
+                with anyio.move_on_after(timeout):
+                    await _relist(conn, tool, exc)
+                result = await send()
         except MCPError as exc:
             return ToolResult(status=_failed_or_unknown(exc), error=_call_error(conn, tool, exc, timeout))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
@@ -100,6 +122,9 @@ class McpToolHandler(CapabilityHandler):
         meta = {"mcp": {"connection": conn.record.to_dict(), "tool": tool.name,
                         "duration_s": round(time.monotonic() - started, 6),
                         **({"progress": reported} if reported else {})}}
+        if isinstance(result, mt.InputRequiredResult):
+            return ToolResult(status="failed", metadata=meta, error=input_required_error(
+                tool.server, f"tools/call {tool.name!r}", result))
         return self.result(conn, result, meta)
 
     def result(self, conn: McpConnection, result: mt.CallToolResult,
@@ -107,6 +132,17 @@ class McpToolHandler(CapabilityHandler):
         """The ``ToolResult`` of a ``CallToolResult``: ``isError`` is a failed result (the tool
         said so), ``structuredContent`` is checked against the tool's output schema."""
         return result_of(self.tool, result, meta, output=self._output, scrub=conn.scrub)
+
+
+async def _relist(conn: McpConnection, tool: McpTool, mismatch: MCPError) -> None:
+    """2026-07-28 ``HeaderMismatch``: the server refused the call before running it, because
+    this session has not listed the tool (its ``x-mcp-header`` arguments travel as HTTP
+    headers the session learns from ``tools/list``). List every page on the session, once —
+    the recovery of the SDK's ``Client`` — so the call can be sent again."""
+    try:
+        await list_tools(conn, tool.base_dir)
+    except MCPError:
+        raise mismatch from None
 
 
 def result_of(tool: McpTool, result: mt.CallToolResult, meta: dict[str, Any], *,
@@ -174,6 +210,8 @@ def _outcome(code: int) -> ExternalOutcome:
 
 def _call_error(conn: McpConnection, tool: McpTool, exc: MCPError, timeout: float) -> OperationError:
     code, message = exc.error.code, conn.scrub(exc.error.message)
+    if code == AUTH_REQUIRED_JSONRPC:  # HTTP 401 (``oauth``): the tool did not run
+        return call_error(MCP_AUTH_REQUIRED, message, outcome="not_started")
     if code == mt.REQUEST_TIMEOUT:
         return call_error(MCP_CALL_TIMEOUT, (
             f"MCP tool {tool.capability_key} did not answer within {timeout:g} s; the call was "

@@ -5,6 +5,8 @@
     handler ─► McpSessions.get(tool, attempt ctx) ─► (run, server) open? ─► reuse
                                                      └ no / lease epoch moved ─► open_connection
     Kernel.end_run / release_run ─► McpSessions.close_run(run_id) ─► every session of the run
+    an http server's session ─► its TCP connections from the shared client of (space,
+        connection version, credential binding, workspace scope) (``http_pool``)
 
 A hundred calls in one run open one stdio process. A session is bound to the run *and* its
 lease epoch: after a takeover the new holder opens its own (``Mcp-Session-Id`` is the server's
@@ -12,7 +14,8 @@ identity for the connection, never an AgentLoom session). A session whose transp
 server exited) is opened again on the next call.
 
 Owns: which connection serves a call, and closing them. Does not own: the connection
-(``connection``), the call (``handler``), the launcher (``launch``).
+(``connection``), the shared HTTP clients (``http_pool``), the call (``handler``), the
+launcher (``launch``).
 """
 
 from __future__ import annotations
@@ -25,9 +28,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentloom.attempts import AttemptContext
+from agentloom.config.mcp import HttpServerConfig
 from agentloom.mcp.catalog import McpTool
 from agentloom.mcp.connection import McpConnection, Notifier, open_connection
+from agentloom.mcp.http_pool import HttpClients, HttpPoolKey
 from agentloom.mcp.launch import LaunchContext, StdioLaunch, launcher_for
+from agentloom.mcp.oauth import McpCredentials
 from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
 
@@ -35,6 +41,8 @@ __all__ = ["McpSessions"]
 
 WorkspaceOf = Callable[[str], Path]
 """The host folder of a workspace scope id (the kernel's workspace store)."""
+SpaceOf = Callable[[str], str]
+"""The space of a workspace scope id (its owner's, in the kernel's workspace store)."""
 
 
 class McpSessions:
@@ -42,15 +50,23 @@ class McpSessions:
 
     def __init__(self, *, notify: Notifier, backend: SandboxBackend,
                  policy: EnvironmentPolicy | None = None, workspace_of: WorkspaceOf | None = None,
-                 launch: StdioLaunch | None = None) -> None:
+                 launch: StdioLaunch | None = None, space_id: str = "default",
+                 space_of: SpaceOf | None = None,
+                 credentials: McpCredentials | None = None) -> None:
         self.notify = notify
         self.backend: SandboxBackend = backend
         self.policy = policy or EnvironmentPolicy()
         self.workspace_of = workspace_of
         self.launch = launch or launcher_for(backend)
+        self.space_id = space_id
+        """The space of a run without a workspace scope: part of a shared HTTP client's key."""
+        self.space_of = space_of
+        self.http = HttpClients(credentials=credentials)
+        """The HTTP clients the sessions of HTTP servers share (``http_pool``)."""
         self.opened = 0
         """How many connections were opened (a figure for tests and benchmarks)."""
         self._open: dict[tuple[str, str], tuple[int | None, McpConnection]] = {}
+        self._http_keys: dict[tuple[str, str], HttpPoolKey] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._scratch: dict[str, Path] = {}
 
@@ -70,11 +86,23 @@ class McpSessions:
                 if epoch == context.lease_epoch and conn.alive:
                     return conn
                 del self._open[key]
-                await conn.close()
-            conn = await open_connection(
-                tool.server, tool.config, launch=self.launch,
-                context=self._launch_context(tool, context), notify=self.notify,
-                observed={"run_id": context.run_id})
+                await self._close(key, conn)
+            http = None
+            if isinstance(tool.config, HttpServerConfig):
+                scope = context.workspace_scope_id
+                space = (self.space_of(scope) if scope is not None and self.space_of is not None
+                         else self.space_id)
+                self._http_keys[key], http = self.http.acquire(
+                    space_id=space, server=tool.server, config=tool.config,
+                    workspace_scope_id=context.workspace_scope_id)
+            try:
+                conn = await open_connection(
+                    tool.server, tool.config, launch=self.launch,
+                    context=self._launch_context(tool, context), notify=self.notify,
+                    observed={"run_id": context.run_id}, http_client=http)
+            except BaseException:
+                await self._release(key)
+                raise
             self.opened += 1
             self._open[key] = (context.lease_epoch, conn)
             return conn
@@ -100,13 +128,23 @@ class McpSessions:
         for key in keys:
             _, conn = self._open.pop(key)
             self._locks.pop(key, None)
-            await conn.close()
+            await self._close(key, conn)
         scratch = self._scratch.pop(run_id, None)
         if scratch is not None:
             with contextlib.suppress(OSError):
                 shutil.rmtree(scratch)
 
     async def aclose(self) -> None:
-        """Close every session of every run."""
+        """Close every session of every run, then the shared HTTP clients."""
         for run_id in sorted(self.open_runs() | set(self._scratch)):
             await self.close_run(run_id)
+        await self.http.aclose()
+
+    async def _close(self, key: tuple[str, str], conn: McpConnection) -> None:
+        await conn.close()
+        await self._release(key)
+
+    async def _release(self, key: tuple[str, str]) -> None:
+        http_key = self._http_keys.pop(key, None)
+        if http_key is not None:
+            await self.http.release(http_key)

@@ -20,6 +20,8 @@ from typing import Any
 
 from agentloom.mcp.catalog import MAX_PAGES
 from agentloom.mcp.connection import McpConnection
+from agentloom.mcp.errors import McpError
+from agentloom.mcp.profiles import input_required_error
 from mcp import types as mt
 
 __all__ = ["McpPrompt", "RenderedPrompt", "declares_prompts", "get_prompt", "list_prompts"]
@@ -90,8 +92,13 @@ async def get_prompt(connection: McpConnection, name: str,
 
     Raises:
         MCPError: the server answered with a JSON-RPC error (e.g. an unknown prompt).
+        McpError: ``MCP_INPUT_REQUIRED``, a 2026-07-28 server asked for input (never answered).
     """
-    result = await connection.session.get_prompt(name, arguments or None)
+    result = await connection.session.get_prompt(name, arguments or None,
+                                                 allow_input_required=True)
+    if isinstance(result, mt.InputRequiredResult):
+        error = input_required_error(connection.server, f"prompts/get {name!r}", result)
+        raise McpError(error.code, error.message)
     messages = tuple({"role": m.role, "content": _content(m.content)} for m in result.messages)
     return RenderedPrompt(server=connection.server, name=name, description=result.description,
                           messages=messages)

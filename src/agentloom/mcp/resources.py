@@ -9,6 +9,7 @@
     a run:       the model calls it ─► pipeline (hooks, Attempt, recording)
                  ─► McpResourceHandler ─► run's session (pool) ─► resources/read
                  ─► ToolResult: text contents as text blocks; blobs described, not inlined
+                    (a 2026-07-28 ``input_required`` answer: failed, MCP_INPUT_REQUIRED)
 
 Nothing is ever read into the context unless the model calls the capability: the listing is
 names and URIs only. Only a server that declares the ``resources`` capability gets one. Like
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from pydantic import TypeAdapter
 
 from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.config.mcp import HttpServerConfig, StdioServerConfig
@@ -42,6 +44,7 @@ from agentloom.mcp.errors import (
     McpError,
     call_error,
 )
+from agentloom.mcp.profiles import input_required_error
 from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.results import ContentBlock, TextBlock, ToolResult
 from mcp import MCPError
@@ -58,6 +61,9 @@ MAX_LISTED = 50
 """Resources and templates named in the capability's description; the rest are counted."""
 MAX_LINE = 200
 _NOT_STARTED_CODES = {mt.INVALID_REQUEST, mt.METHOD_NOT_FOUND, mt.INVALID_PARAMS, mt.PARSE_ERROR}
+READ_ANSWER: TypeAdapter[mt.ReadResourceResult | mt.InputRequiredResult] = TypeAdapter(
+    mt.ReadResourceResult | mt.InputRequiredResult)
+"""A ``resources/read`` answer: the contents, or (2026-07-28) ``input_required``."""
 
 INPUT_SCHEMA: Mapping[str, Any] = {
     "type": "object",
@@ -191,7 +197,7 @@ class McpResourceHandler(CapabilityHandler):
         read = mt.ReadResourceRequest(params=mt.ReadResourceRequestParams(uri=uri))
         started = time.monotonic()
         try:
-            result = await conn.session.send_request(read, mt.ReadResourceResult,
+            result = await conn.session.send_request(read, READ_ANSWER,
                                                      request_read_timeout_seconds=timeout)
         except MCPError as exc:
             return _error(conn, reader, uri, exc, timeout)
@@ -201,6 +207,9 @@ class McpResourceHandler(CapabilityHandler):
                 f"({type(exc).__name__})"), outcome="unknown"))
         meta = {"mcp": {"connection": conn.record.to_dict(), "resource": uri,
                         "duration_s": round(time.monotonic() - started, 6)}}
+        if isinstance(result, mt.InputRequiredResult):
+            return ToolResult(status="failed", metadata=meta, error=input_required_error(
+                reader.server, f"resources/read {uri!r}", result))
         return ToolResult(status="succeeded", content=tuple(contents(result)), metadata=meta)
 
 

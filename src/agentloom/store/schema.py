@@ -120,6 +120,24 @@ TABLES: dict[str, Table] = {
             ("owner_kind", "owner_id"),
             frozenset({"data"}),
         ),
+        Table(  # a credential kept for a connection (MCP OAuth tokens): mcp/oauth.py
+            "secrets",
+            ("binding", "kind", "server", "url", "resource", "created_at", "updated_at", "data"),
+            ("binding",),
+            frozenset({"data"}),
+        ),
+        Table(  # the current version of each imported Skill: skills/versions.py
+            "skills",
+            ("name", "digest", "updated_at", "data"),
+            ("name",),
+            frozenset({"data"}),
+        ),
+        Table(  # an immutable, content-addressed Skill version (files in blobs)
+            "skill_versions",
+            ("digest", "name", "created_at", "data"),
+            ("digest",),
+            frozenset({"data"}),
+        ),
     )
 }
 
@@ -165,6 +183,24 @@ CREATE TABLE deleted_owners (
   owner_kind TEXT NOT NULL, owner_id TEXT NOT NULL, space_id TEXT NOT NULL,
   state TEXT NOT NULL, created_at {real} NOT NULL, updated_at {real} NOT NULL,
   data TEXT NOT NULL, PRIMARY KEY (owner_kind, owner_id));
+"""
+
+# the secret table: a connection's credentials by their binding (``data`` holds the secrets;
+# no other table ever does). Only ``agentloom mcp login`` and a token refresh write it.
+_V8_COMMON = """
+CREATE TABLE secrets (
+  binding TEXT PRIMARY KEY, kind TEXT NOT NULL, server TEXT NOT NULL, url TEXT NOT NULL,
+  resource TEXT NOT NULL, created_at {real} NOT NULL, updated_at {real} NOT NULL,
+  data TEXT NOT NULL);
+"""
+
+# imported Skills: every version kept by its content digest; ``skills`` names the current one
+_V9_COMMON = """
+CREATE TABLE skills (
+  name TEXT PRIMARY KEY, digest TEXT NOT NULL, updated_at {real} NOT NULL, data TEXT NOT NULL);
+CREATE TABLE skill_versions (
+  digest TEXT PRIMARY KEY, name TEXT NOT NULL, created_at {real} NOT NULL, data TEXT NOT NULL);
+CREATE INDEX skill_versions_name ON skill_versions (name, created_at);
 """
 
 # (summary, sqlite DDL, postgres DDL)
@@ -256,5 +292,15 @@ MIGRATIONS: tuple[tuple[str, str, str], ...] = (
         "v7: deleted owners (a tombstone refuses new runs of a deleted agent or workflow)",
         _V7_COMMON.format(real="REAL"),
         _V7_COMMON.format(real="DOUBLE PRECISION"),
+    ),
+    (
+        "v8: the secret table (credentials of a connection: MCP OAuth tokens, by binding)",
+        _V8_COMMON.format(real="REAL"),
+        _V8_COMMON.format(real="DOUBLE PRECISION"),
+    ),
+    (
+        "v9: imported Skills (skills: the current version; skill_versions: every version)",
+        _V9_COMMON.format(real="REAL"),
+        _V9_COMMON.format(real="DOUBLE PRECISION"),
     ),
 )

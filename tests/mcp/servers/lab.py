@@ -79,8 +79,9 @@ async def call_tool(ctx: ServerRequestContext[Any], params: t.CallToolRequestPar
         return t.CallToolResult(content=[], structured_content={"total": "not a number"})
     if name == "fail":
         return _text("it failed on purpose", error=True)
-    if name == "boom":
-        raise MCPError(-32099, "the lab server exploded")
+    if name == "boom":  # with {"env": NAME}: the message echoes that variable (a leaky server)
+        echoed = f" (token {os.environ.get(str(args['env']), '')})" if "env" in args else ""
+        raise MCPError(-32099, f"the lab server exploded{echoed}")
     if name == "ask_sampling":
         request = t.CreateMessageRequest(params=t.CreateMessageRequestParams(
             messages=[t.SamplingMessage(role="user", content=t.TextContent(type="text", text="hi"))],

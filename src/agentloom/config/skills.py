@@ -1,0 +1,63 @@
+"""``skills:`` — the Skill sources a configuration imports, and an agent's ``skills:`` list
+(docs/config.md#skills, docs/skills.md).
+
+::
+
+    skills:
+      - {path: ./skills}                      # every skill folder (holding SKILL.md) below
+      - {git: "https://example.org/team/skills.git", commit: <40 hex>, subdir: pdf}
+    agents:
+      main:
+        skills: [pdf, release-notes]          # or "*": every imported skill
+
+Owns: the shape of a source entry and of an agent's skill names. Does not own: importing
+(``agentloom.skills``) nor checking the names against what was imported
+(``agentloom.skills.configured``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["AgentSkills", "SkillSourceConfig", "skill_name"]
+
+SKILL_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def skill_name(value: str) -> str:
+    if len(value) > 64 or not SKILL_NAME.match(value):
+        raise ValueError(f"{value!r} is not a skill name (1-64 lowercase letters, digits and "
+                         "single '-'); write the name from its SKILL.md, or \"*\" for all")
+    return value
+
+
+AgentSkills = Literal["*"] | tuple[Annotated[str, AfterValidator(skill_name)], ...]
+"""An agent's ``skills:``: skill names, or ``"*"`` for every imported skill."""
+
+
+class SkillSourceConfig(BaseModel):
+    """One entry of ``skills:``: a local ``path`` (a folder or an archive, relative to the
+    config file's folder) or a ``git`` URL pinned to a full ``commit``; ``subdir`` narrows
+    either to a folder inside it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str | None = Field(default=None, min_length=1)
+    git: str | None = Field(default=None, min_length=1)
+    commit: str | None = None
+    subdir: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SkillSourceConfig:
+        if (self.path is None) == (self.git is None):
+            raise ValueError("give exactly one of path (a folder or archive) or git (a URL)")
+        if self.git is not None and (self.commit is None or not COMMIT.match(self.commit)):
+            raise ValueError("git needs commit: the full 40-hex commit id (a branch or tag is "
+                             "not a pin)")
+        if self.path is not None and self.commit is not None:
+            raise ValueError("commit is for a git source; remove it")
+        return self

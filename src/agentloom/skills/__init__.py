@@ -1,0 +1,53 @@
+"""Agent Skills import (000 §6.1): folders, archives and pinned git commits become immutable,
+content-addressed versions in the store.
+
+::
+
+    import_skills(SourceSpec, store)
+        ├─ _folder / _archive / _git   stage every member in a private folder, checked
+        ├─ manifest                    SKILL.md front matter held to the §6.1 policy table
+        └─ versions                    content digest ─► skills / skill_versions / blobs
+
+Owns: sources and their URL policy, member checks (paths, links, types, sizes, zip-bomb
+ratio), the metadata policy, version digests and their rows, checking an agent's ``skills:``
+names (``configured``). Does not own: using skills in a run (listing in the system prompt,
+``skill.list`` / ``skill.read``, ``/skills`` mounts — a later part), the hook schema the
+inert ``hooks`` resources will be bound through (``hooks``), the CLI (``cli/skills.py``).
+"""
+
+from agentloom.skills.configured import AgentSkillSet, agent_skills, import_configured
+from agentloom.skills.errors import SkillImportError
+from agentloom.skills.limits import DEFAULT_LIMITS, ImportLimits
+from agentloom.skills.manifest import Manifest, parse_manifest
+from agentloom.skills.service import ImportedSkill, ImportReport, SourceSpec, import_skills
+from agentloom.skills.versions import (
+    SkillFile,
+    SkillSource,
+    SkillVersion,
+    file_bytes,
+    get_version,
+    list_skills,
+    skill_history,
+)
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "AgentSkillSet",
+    "ImportLimits",
+    "ImportReport",
+    "ImportedSkill",
+    "Manifest",
+    "SkillFile",
+    "SkillImportError",
+    "SkillSource",
+    "SkillVersion",
+    "SourceSpec",
+    "agent_skills",
+    "file_bytes",
+    "get_version",
+    "import_configured",
+    "import_skills",
+    "list_skills",
+    "parse_manifest",
+    "skill_history",
+]
