@@ -9,8 +9,9 @@ Run from the repository root::
 Both sides talk to the same stdio server (``tests/mcp/servers/lab.py``, the tests' lab server)
 and call its trivial ``echo`` tool:
 
-* **bare**: one ``mcp.ClientSession`` over ``mcp.client.stdio.stdio_client``, ``call_tool`` in
-  a loop;
+* **bare**: the SDK's ``mcp.Client`` (the baseline issue #15 names), one connection,
+  ``call_tool`` in a loop; the low-level ``mcp.ClientSession`` over
+  ``mcp.client.stdio.stdio_client`` is printed beside it for reference;
 * **AgentLoom**: a runtime built from a YAML config (``mcp_servers``, SQLite file store in a
   temporary folder, ``sandbox: {backend: none}`` so both sides run the same unconfined process)
   and ``bus.request("mcp__lab__echo", …)`` in a loop inside one run: every call is an operation
@@ -45,7 +46,7 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 
 from agentloom.agent.configured import runtime_from_config  # noqa: E402
 from agentloom.config import load_config  # noqa: E402
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp import Client, ClientSession, StdioServerParameters  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "tests" / "mcp" / "servers" / "lab.py"
@@ -69,6 +70,22 @@ async def bare(calls: int) -> dict[str, float]:
         for i in range(WARMUP + calls):
             start = time.perf_counter()
             result = await session.call_tool("echo", {"text": f"hi {i}"})
+            took = time.perf_counter() - start
+            assert not result.is_error, result
+            if i >= WARMUP:
+                samples.append(took)
+    return _summary(samples)
+
+
+async def bare_client(calls: int) -> dict[str, float]:
+    """``call_tool`` of the SDK's high-level ``mcp.Client`` (the baseline the issue names), one
+    connection, the 2025-11-25 handshake (``mode="legacy"``: no probe)."""
+    params = StdioServerParameters(command=sys.executable, args=[str(LAB)])
+    async with Client(params, mode="legacy") as client:
+        samples = []
+        for i in range(WARMUP + calls):
+            start = time.perf_counter()
+            result = await client.call_tool("echo", {"text": f"hi {i}"})
             took = time.perf_counter() - start
             assert not result.is_error, result
             if i >= WARMUP:
@@ -155,9 +172,10 @@ def main() -> int:
             in_memory_fs = asyncio.run(agentloom(args.calls, Path(tmp)))
     with tempfile.TemporaryDirectory(prefix="agentloom-bench-mcp-") as tmp:
         memory = asyncio.run(agentloom(args.calls, Path(tmp), store="memory://"))
-    base = asyncio.run(bare(args.calls))
+    session = asyncio.run(bare(args.calls))
+    base = asyncio.run(bare_client(args.calls))
     ratio = loom["median_us"] / base["median_us"]
-    report = {"bare": base, "agentloom_sqlite": loom, "ratio": ratio,
+    report = {"bare": base, "bare_session": session, "agentloom_sqlite": loom, "ratio": ratio,
               "agentloom_sqlite_tmpfs": in_memory_fs, "agentloom_memory": memory,
               "disk_sync_us": sync_us,
               "targets": {"ratio_at_most": TARGET_RATIO, "processes": TARGET_PROCESSES}}
@@ -165,11 +183,14 @@ def main() -> int:
         print(json.dumps(report, indent=2))
         return 0
     print(f"MCP tool call, stdio server {LAB.name} 'echo', {args.calls} calls each, one run")
-    print(f"  bare mcp ClientSession.call_tool   median {base['median_us']:9,.1f} µs   "
+    print(f"  bare mcp.Client.call_tool          median {base['median_us']:9,.1f} µs   "
           f"p95 {base['p95_us']:9,.1f} µs")
+    print(f"  bare mcp ClientSession.call_tool   median {session['median_us']:9,.1f} µs   "
+          f"p95 {session['p95_us']:9,.1f} µs   (the low-level session, for reference)")
     print(f"  AgentLoom bus.request (SQLite)     median {loom['median_us']:9,.1f} µs   "
           f"p95 {loom['p95_us']:9,.1f} µs")
-    print(f"  ratio of medians                   {ratio:.2f}×   (target ≤ {TARGET_RATIO}×)")
+    print(f"  ratio of medians to mcp.Client     {ratio:.2f}×   (target ≤ {TARGET_RATIO}×)   "
+          f"to ClientSession {loom['median_us'] / session['median_us']:.2f}×")
     if in_memory_fs is not None:
         print(f"  AgentLoom, SQLite file on tmpfs    median {in_memory_fs['median_us']:9,.1f} µs   "
               f"ratio {in_memory_fs['median_us'] / base['median_us']:.2f}×  (no disk sync)")

@@ -41,9 +41,12 @@ from agentloom.refs import OwnerRef
 from agentloom.results import OperationResult, TerminalRunStatus
 from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
+from agentloom.skills.runtime import SKILL_TOOLS, SkillBindings
+from agentloom.skills.tools import skill_capability
 from agentloom.store import Insert, Op, Put, Store, WriteSet, open_store
 from agentloom.store.owners import check_owner
 from agentloom.store.ports import Fence
+from agentloom.tools.builtin.exec import ExecHandler
 from agentloom.tools.manager import ToolManager
 from agentloom.tools.sdk import Tool, ToolHandler
 from agentloom.workspace.cleanup import CleanupResult
@@ -136,12 +139,15 @@ class Kernel:
         self.hooks.attach_environment(self.environment)  # command hooks: sandbox, workspaces
         self.tools.register("builtin:result.read",
                             ResultReadHandler(self.store, self.environment.blobs))
+        # Skills (000 §6.1): each role's bound versions, read by skill.* and mounted for exec.
+        self.skills = SkillBindings(self.store, self.environment.root)
         # Models (000 §4): ModelManager owns "model" requests; kernel.models is the gateway.
         self.model_manager = ModelManager()
         self.bus.register_owner("model", self.model_manager)
         self.models = ModelGateway(self.bus, self.model_manager)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
         self._mcp: McpSessions | None = None
+        self.hooks.attach_mcp(self)  # mcp hooks: the runs' MCP sessions (made on first use)
 
     # -- catalog -----------------------------------------------------------------------
     def publish(
@@ -188,7 +194,12 @@ class Kernel:
         if isinstance(tool, tuple):
             return tool
         if isinstance(tool, str):
-            return self.environment.builtin(tool, release_id)
+            if tool in SKILL_TOOLS:
+                return skill_capability(tool, release_id, self.skills)
+            spec, builtin = self.environment.builtin(tool, release_id)
+            if isinstance(builtin, ExecHandler):  # the role's skills at /skills/<name>, read-only
+                builtin.mounts = self.skills.mounts_for
+            return spec, builtin
         if isinstance(tool, Tool):
             return tool_capability(tool, release_id, self.environment.resolver)
         if isinstance(tool, CapabilitySpec):

@@ -341,7 +341,7 @@ CASES = {
         "agents.main.hooks[0].handler.ref: must look like 'package.module:function' (got 'my_hooks.guard')"),
     "hook_kind_unknown": (
         HOOKS + "      - {timing: before, handler: {kind: wasm, ref: 'h:f'}}\n",
-        "agents.main.hooks[0].handler: unknown handler kind 'wasm'; use kind: python, command or http"),
+        "agents.main.hooks[0].handler: unknown handler kind 'wasm'; use kind: python, command, http or mcp"),
     "hook_timeout_zero": (
         HOOKS + "      - {timing: after, handler: {ref: 'h:f'}, timeout_s: 0}\n",
         "agents.main.hooks[0].timeout_s: must be greater than 0 (got 0)"),

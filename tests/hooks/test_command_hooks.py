@@ -350,5 +350,5 @@ def test_i16_config_accepts_command_and_http_handlers_and_refuses_mcp(tmp_path: 
         specs({"kind": "command", "command": "x", "argv": ["y"]})
     with pytest.raises(ConfigError, match=r"handler\.allow_privat: unknown key"):
         specs({"kind": "http", "url": "http://x", "allow_privat": True})
-    with pytest.raises(ConfigError, match="handler kind 'mcp' is not yet supported"):
-        specs({"kind": "mcp", "server": "s", "tool": "t"})
+    with pytest.raises(ConfigError, match=r"handler\.server: no MCP server named 's'"):
+        specs({"kind": "mcp", "server": "s", "tool": "t"})  # mcp: tests/hooks/test_mcp_hooks.py

@@ -1,10 +1,12 @@
 """The MCP part of building a runtime from a configuration: list the servers agents name, and
-turn ``mcp.<server>.<tool>`` entries (globs allowed) into the listed tools.
+turn ``mcp.<server>.<tool>`` entries (globs allowed) into the listed tools; check the server and
+the tool of every ``kind: mcp`` hook handler the same way.
 
 Servers are connected and listed once, when the runtime is built (``agentloom.mcp.discover``):
 the tools found are the release's catalog, frozen for its runs (000 §2.1). Only servers some
-agent names are started. A server that cannot be started or reached, or an entry naming a tool
-its server does not list, is a ``ConfigError`` naming the key — never a failure mid-run.
+agent or ``kind: mcp`` hook names are started. A server that cannot be started or reached, or
+an entry naming a tool its server does not list, is a ``ConfigError`` naming the key — never a
+failure mid-run.
 
 Owns: MCP entries at build time. Does not own: the ``mcp_servers`` shape (``config.mcp``),
 connecting or listing (``agentloom.mcp``).
@@ -13,17 +15,21 @@ connecting or listing (``agentloom.mcp``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from agentloom.config import Config, did_you_mean, key_path
-from agentloom.config.mcp import mcp_entry_parts
+from agentloom.config import Config, default_hook_id, did_you_mean, key_path
+from agentloom.config.mcp import McpServerConfig, mcp_entry_parts
+from agentloom.config.model import McpHandlerConfig
 from agentloom.errors import AgentLoomError, ConfigError
+from agentloom.hooks.spec import HookSpec
 from agentloom.sandbox.ports import EnvironmentPolicy, SandboxBackend
 
 if TYPE_CHECKING:
     from agentloom.mcp import McpTool
 
-__all__ = ["mcp_catalog", "mcp_entry_tools", "where_of"]
+__all__ = ["hook_server", "mcp_catalog", "mcp_entry_tools", "mcp_hooks", "where_of",
+           "with_servers"]
 
 _GLOB = frozenset("*?[")
 
@@ -34,12 +40,20 @@ def mcp_catalog(config: Config, *, backend: SandboxBackend,
     and the ``mcp.<server>.resources.read`` of each that declares resources. ``store``: the
     URL of the store whose OAuth grants (``agentloom mcp login``) HTTP servers are sent.
 
+    The servers of ``kind: mcp`` hooks are listed too, and each hook's tool must be listed.
+
     Raises:
         ConfigError: a server could not be started, reached or spoken to; the message names
-            ``mcp_servers.<server>`` and the code is the MCP or sandbox one.
+            ``mcp_servers.<server>`` and the code is the MCP or sandbox one. A hook naming a
+            server ``mcp_servers`` lacks (``agents.<agent>.hooks[<i>].handler.server``) or a
+            tool its server does not list (``….handler.tool``, ``MCP_TOOL_NOT_LISTED``).
     """
     used = {parts[0] for agent in config.agents.values() for entry in agent.tools
             if (parts := mcp_entry_parts(entry)) is not None}
+    hooks = mcp_hooks(config)
+    for where, handler in hooks:
+        hook_server(config, handler, where)
+        used.add(handler.server)
     if not used:
         return []
     from agentloom.mcp import discover  # the mcp SDK is imported only when a server is used
@@ -58,7 +72,58 @@ def mcp_catalog(config: Config, *, backend: SandboxBackend,
         if credentials is not None:
             credentials.close()
     # a server that declares resources adds mcp.<server>.resources.read (selected like a tool)
-    return [tool for listing in listings for tool in listing.capabilities]
+    tools = [tool for listing in listings for tool in listing.capabilities]
+    for where, handler in hooks:
+        offered = [t.name for t in tools if t.server == handler.server]
+        if handler.tool not in offered:
+            raise ConfigError(
+                f"{where}.tool: MCP server {handler.server!r} lists no tool {handler.tool!r}; "
+                f"{did_you_mean(handler.tool, offered)}it lists: "
+                f"{', '.join(offered) or 'no tools'}", code="MCP_TOOL_NOT_LISTED")
+    return tools
+
+
+def mcp_hooks(config: Config) -> list[tuple[str, McpHandlerConfig]]:
+    """Every ``kind: mcp`` hook handler, in file order, with its key
+    (``agents.<agent>.hooks[<i>].handler``)."""
+    return [(f"{key_path(('agents', name))}.hooks[{i}].handler", handler)
+            for name, agent in config.agents.items() for i, hook in enumerate(agent.hooks)
+            if isinstance(handler := getattr(hook, "handler", None), McpHandlerConfig)]
+
+
+def with_servers(config: Config, specs: tuple[HookSpec, ...]) -> tuple[HookSpec, ...]:
+    """``specs`` with each ``mcp`` handler given its server's ``mcp_servers`` entry.
+
+    Raises:
+        ConfigError: an mcp hook names a server ``mcp_servers`` lacks (``….handler.server``).
+    """
+    keys = {getattr(hook, "hook_id", None) or default_hook_id(name, i):
+            (f"{key_path(('agents', name))}.hooks[{i}].handler", handler)
+            for name, agent in config.agents.items() for i, hook in enumerate(agent.hooks)
+            if isinstance(handler := getattr(hook, "handler", None), McpHandlerConfig)}
+    out: list[HookSpec] = []
+    for spec in specs:
+        if spec.handler.kind == "mcp" and spec.hook_id in keys:
+            where, handler = keys[spec.hook_id]
+            spec = replace(spec, handler=replace(
+                spec.handler, server_config=hook_server(config, handler, where)))
+        out.append(spec)
+    return tuple(out)
+
+
+def hook_server(config: Config, handler: McpHandlerConfig, where: str) -> McpServerConfig:
+    """The ``mcp_servers`` entry an mcp hook handler (at key ``where``) names.
+
+    Raises:
+        ConfigError: ``mcp_servers`` has no such server; the message names ``<where>.server``.
+    """
+    server = config.mcp_servers.get(handler.server)
+    if server is None:
+        known = list(config.mcp_servers)
+        raise ConfigError(f"{where}.server: no MCP server named {handler.server!r}; "
+                          f"{did_you_mean(handler.server, known)}defined: "
+                          f"{', '.join(known) or 'none (add one under mcp_servers)'}")
+    return server
 
 
 def mcp_entry_tools(entry: str, listed: Sequence[McpTool], where: str) -> list[McpTool]:

@@ -25,7 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentloom.agent.config_mcp import mcp_entry_tools, where_of
+from agentloom.agent.config_mcp import mcp_entry_tools, where_of, with_servers
+from agentloom.agent.config_skill_hooks import skill_hook_sources, skill_hooks
 from agentloom.config import (
     AgentConfig,
     Config,
@@ -44,8 +45,11 @@ from agentloom.config.model import (
     AnyHandlerConfig,
     CommandHandlerConfig,
     HandlerConfig,
+    HookConfig,
     HttpHandlerConfig,
+    McpHandlerConfig,
 )
+from agentloom.config.skills import SkillHooksConfig
 from agentloom.errors import ConfigError
 from agentloom.hooks.spec import HandlerRef, HookMatch, HookSpec
 from agentloom.models.budget import build_descriptor, resolve_descriptor
@@ -260,35 +264,56 @@ def model_descriptor(config: Config, agent_name: str,
         configured_window=window, configured_output_limit=output_limit)
 
 
-def hook_specs(config: Config) -> tuple[HookSpec, ...]:
+def hook_specs(config: Config, skills: Mapping[str, Mapping[str, str]] | None = None, *,
+               store: str | None = None) -> tuple[HookSpec, ...]:
     """Every agent's hooks, in file order. ``match.role`` defaults to the agent's name (the hook
-    applies to that agent's calls only); ``role: "*"`` matches every role."""
+    applies to that agent's calls only); ``role: "*"`` matches every role. A ``{skill: …}``
+    entry stands for the hooks the skill declares in the version the release binds
+    (``skills``: agent -> skill -> digest, read from the ``store`` URL), converted from Claude
+    Code's shape, their commands run in the skill's materialised folder.
+
+    Raises:
+        ConfigError: a ``{skill: …}`` entry whose skill is not bound to the agent, declares no
+            hooks, whose hooks do not convert, or whose ``hook`` id it does not declare
+            (naming the key).
+    """
+    sources = skill_hook_sources(config, skills or {}, store)
     specs: list[HookSpec] = []
     for name, agent in config.agents.items():
         for i, hook in enumerate(agent.hooks):
-            role = hook.match.role
-            specs.append(HookSpec(
-                hook_id=hook.hook_id or default_hook_id(name, i),
-                timing=hook.timing,
-                event=hook.event,
-                match=HookMatch(role=name if role is None else (None if role == "*" else role),
-                                capability=hook.match.capability, purpose=hook.match.purpose,
-                                status=hook.match.status),
-                handler=_handler_ref(hook.handler, config.base_dir),
-                timeout_s=hook.hook_timeout_s,
-                on_failure=hook.on_failure,
-            ))
-    return tuple(specs)
+            if isinstance(hook, SkillHooksConfig):
+                where = f"{key_path(('agents', name))}.hooks[{i}]"
+                specs.extend(_hook_spec(name, h, h.hook_id or where, folder)
+                             for h, folder in skill_hooks(name, hook, sources, where))
+                continue
+            specs.append(_hook_spec(name, hook, hook.hook_id or default_hook_id(name, i),
+                                    config.base_dir))
+    return with_servers(config, tuple(specs))
+
+
+def _hook_spec(agent: str, hook: HookConfig, hook_id: str, base_dir: Path) -> HookSpec:
+    role = hook.match.role
+    return HookSpec(
+        hook_id=hook_id, timing=hook.timing, event=hook.event,
+        match=HookMatch(role=agent if role is None else (None if role == "*" else role),
+                        capability=hook.match.capability, purpose=hook.match.purpose,
+                        status=hook.match.status),
+        handler=_handler_ref(hook.handler, base_dir), timeout_s=hook.hook_timeout_s,
+        on_failure=hook.on_failure)
 
 
 def _handler_ref(handler: AnyHandlerConfig, base_dir: Path) -> HandlerRef:
     """The spec of a configured handler; a command hook starts in the config file's folder."""
     if isinstance(handler, CommandHandlerConfig):
         return HandlerRef(kind="command", command=handler.command, argv=handler.argv,
-                          env=tuple(handler.env.items()), project_dir=str(base_dir))
+                          env=tuple(handler.env.items()), project_dir=str(base_dir),
+                          format=handler.format)
     if isinstance(handler, HttpHandlerConfig):
         return HandlerRef(kind="http", url=handler.url, headers=tuple(handler.headers.items()),
                           allow_private=handler.allow_private)
+    if isinstance(handler, McpHandlerConfig):  # its server's entry: ``config_mcp.with_servers``
+        return HandlerRef(kind="mcp", server=handler.server, tool=handler.tool,
+                          project_dir=str(base_dir))
     return HandlerRef(kind=handler.kind, ref=handler.ref)
 
 
@@ -303,7 +328,8 @@ def hook_functions(config: Config) -> dict[str, Callable[..., Any]]:
     functions: dict[str, Callable[..., Any]] = {}
     for name, agent in config.agents.items():
         for i, hook in enumerate(agent.hooks):
-            if not isinstance(hook.handler, HandlerConfig):  # command / http: nothing to import
+            if isinstance(hook, SkillHooksConfig) or not isinstance(hook.handler, HandlerConfig):
+                continue  # command / http, a skill's (command) hooks: nothing to import
                 continue
             ref = hook.handler.ref
             if ref in functions:

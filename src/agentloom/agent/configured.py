@@ -9,6 +9,8 @@
 Everything a configuration names is resolved *here*, before any run starts: each agent's model
 (``config_parts.model_source``), its tools (built-in names, the ``module:attr`` SDK tools and the
 ``mcp.<server>.<tool>`` tools of the MCP servers, listed now: ``config_mcp``),
+its skills (bound to their current stored versions: ``skills.configured.release_skills``;
+listed in its instructions, narrowing its tools, adding ``skill.list`` / ``skill.read``),
 its executors, retry policy, limits, instructions, context window W and output reserve O
 (``config_parts.model_descriptor``: configured, documented by the preset, or read from the
 provider's model listing — an agent whose window nobody knows is refused); the hooks
@@ -27,6 +29,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agentloom.agent.config_mcp import mcp_catalog
 from agentloom.agent.config_parts import (
@@ -47,6 +50,14 @@ from agentloom.agent.spec import AgentSpec, Limits
 from agentloom.config import Config, Problem, config_error, key_path
 from agentloom.errors import ConfigError
 from agentloom.sandbox.ports import EnvironmentPolicy, SandboxBackend
+from agentloom.skills.configured import release_skills
+from agentloom.skills.runtime import SKILL_TOOLS, narrowed_keys, skill_listing
+from agentloom.skills.versions import SkillVersion, get_version
+from agentloom.store import open_store
+from agentloom.tools.sdk import Tool
+
+if TYPE_CHECKING:
+    from agentloom.mcp import McpTool
 
 __all__ = ["STORE_ENV", "agent_specs", "environment_policy", "runtime_from_config", "store_url_for"]
 
@@ -76,9 +87,11 @@ def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None
     # the MCP servers agents name are listed now: their tools are this release's catalog
     mcp = mcp_catalog(config, backend=sandbox_backend or config.sandbox.backend,
                       policy=environment_policy(config), store=store)  # store: OAuth grants
+    skills = _release_skills(config, store_url_for(config, store))
     specs: list[AgentSpec] = []
     problems: list[Problem] = []
     for name, agent in config.agents.items():
+        versions = skills.get(name, ())
         limits = agent.limits
         model = model_source(config, name)
         try:
@@ -90,8 +103,8 @@ def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None
         specs.append(AgentSpec(
             name=name,
             model=model,
-            instructions=agent.instructions,
-            tools=tuple(agent_tools(config, name, mcp)),
+            instructions="\n\n".join(p for p in (agent.instructions, skill_listing(versions)) if p),
+            tools=_with_skills(agent_tools(config, name, mcp), versions),
             executors=tuple(agent.executors),
             retry=retry_policy(agent),
             limits=Limits(
@@ -111,10 +124,43 @@ def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None
             description=agent.description,
             output=None if agent.output is None else OutputSpec(
                 schema=agent.output.schema_, name=agent.output.name, strict=agent.output.strict),
+            extras={"skills": {v.name: v.digest for v in versions}} if versions else {},
         ))
     if problems:
         raise config_error(config.origin, problems)
     return specs
+
+
+def _release_skills(config: Config, url: str) -> dict[str, tuple[SkillVersion, ...]]:
+    """Each agent's skills at their current stored versions (none: the store is not opened)."""
+    if not any(agent.skills for agent in config.agents.values()):
+        return {}
+    store = open_store(url)
+    try:
+        return release_skills(config, store)
+    finally:
+        store.close()
+
+
+def _with_skills(tools: list[str | Tool[Any] | McpTool],
+                 versions: tuple[SkillVersion, ...]) -> tuple[str | Tool[Any] | McpTool, ...]:
+    """The agent's tools narrowed by its skills' ``allowed-tools`` / ``disallowed-tools``, plus
+    ``skill.list`` and ``skill.read`` when it has skills."""
+    if not versions:
+        return tuple(tools)
+    keys = [t if isinstance(t, str) else t.describe().name for t in tools]
+    kept = narrowed_keys(keys, versions)
+    narrowed = [t for t, k in zip(tools, keys, strict=True) if k in kept]
+    return (*narrowed, *(k for k in SKILL_TOOLS if k not in keys))
+
+
+def bind_skills(runtime: Runtime, specs: list[AgentSpec]) -> None:
+    """Give the runtime each agent's bound skill versions (``AgentSpec.extras["skills"]``,
+    name -> digest): what ``skill.list`` / ``skill.read`` serve and ``exec`` mounts."""
+    for spec in specs:
+        digests = spec.extras.get("skills") or {}
+        versions = [get_version(runtime.store, d) for d in digests.values()]
+        runtime.kernel.skills.bind(spec.name, [v for v in versions if v is not None])
 
 
 def environment_policy(config: Config) -> EnvironmentPolicy:
@@ -142,9 +188,9 @@ def runtime_from_config(
     _importable(config.base_dir)
     url = store_url_for(config, store)  # the SQLite store makes its own folders (0711)
     specs = agent_specs(config, sandbox_backend=sandbox_backend, store=url)
-    hooks = hook_specs(config)
+    hooks = hook_specs(config, {s.name: s.extras.get("skills") or {} for s in specs}, store=url)
     functions = hook_functions(config)
-    return Runtime(specs, store=url, hooks=hooks, hook_functions=functions,
+    runtime = Runtime(specs, store=url, hooks=hooks, hook_functions=functions,
                    workspace_root=config.workspace_root(),
                    sandbox_backend=sandbox_backend or config.sandbox.backend,
                    sandbox_policy=environment_policy(config),
@@ -155,6 +201,8 @@ def runtime_from_config(
                    recovery=RecoveryPolicy(max_failures=config.recovery.max_failures,
                                            backoff_s=config.recovery.backoff_s,
                                            max_backoff_s=config.recovery.max_backoff_s))
+    bind_skills(runtime, specs)
+    return runtime
 
 
 def _importable(folder: Path) -> None:

@@ -311,6 +311,8 @@ class Runtime:
             "description": a.description,
             "tools": a.tool_keys(), "executors": list(a.executors),
             **({"output": a.output.to_dict()} if a.output else {}),
+            # skill name -> bound version digest (agent/configured.py): a new version, a new id
+            **({"skills": dict(a.extras["skills"])} if a.extras.get("skills") else {}),
             **_model_settings(a), **a.policy_settings(),
         } for a in agents]
         raw = sorted_json({"agents": described, "hooks": [h.to_dict() for h in hooks]})

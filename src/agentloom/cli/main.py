@@ -27,6 +27,7 @@ from agentloom.agent.controls import STOP, SUPPLEMENT, send_control
 from agentloom.agent.leases import is_interrupted
 from agentloom.cli import render
 from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, UsageFailure
+from agentloom.cli.hooks import hooks_app
 from agentloom.cli.jsonl import append_jsonl
 from agentloom.cli.live import drive, run_sync
 from agentloom.cli.mcp import mcp_app
@@ -62,6 +63,7 @@ app.add_typer(runs_app, name="runs")
 app.add_typer(owners_app, name="owners")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(skills_app, name="skills")
+app.add_typer(hooks_app, name="hooks")
 
 
 def _print_version(value: bool) -> None:

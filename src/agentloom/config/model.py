@@ -40,7 +40,7 @@ from pydantic import (
 from agentloom.catalog import compile_schema
 from agentloom.config._problems import Problem, config_error, did_you_mean, key_path, shown
 from agentloom.config.mcp import MCP_TAGS, McpServerConfig, mcp_entry_parts
-from agentloom.config.skills import AgentSkills, SkillSourceConfig
+from agentloom.config.skills import AgentSkills, SkillHooksConfig, SkillSourceConfig
 from agentloom.errors import CatalogError, ConfigError
 from agentloom.limits import leaves_input_room
 
@@ -58,6 +58,7 @@ __all__ = [
     "HookMatchConfig",
     "HttpHandlerConfig",
     "LimitsConfig",
+    "McpHandlerConfig",
     "ModelChoice",
     "OutputConfig",
     "RecoveryConfig",
@@ -280,9 +281,12 @@ def _env_name_plain(value: str) -> str:
 class CommandHandlerConfig(_Strict):
     """A ``kind: command`` hook handler: ``command`` (run with ``sh -c``) or ``argv`` (no
     shell), in the sandbox, with exactly ``env`` (values may use ``${VAR}``, read from the
-    runtime's environment when the hook runs); ``timeout_s`` here is the hook's timeout."""
+    runtime's environment when the hook runs); ``timeout_s`` here is the hook's timeout.
+    ``format: claude-code`` runs a Claude Code hook script: its stdin and output translated
+    (``agentloom.hooks.claude``; ``agentloom hooks import-claude`` sets it)."""
 
     kind: Literal["command"]
+    format: Literal["agentloom", "claude-code"] = "agentloom"
     command: str | None = Field(default=None, min_length=1)
     argv: tuple[Annotated[str, Field(min_length=1)], ...] | None = Field(default=None,
                                                                         min_length=1)
@@ -309,8 +313,21 @@ class HttpHandlerConfig(_Strict):
     timeout_s: StrictFloat | None = Field(default=None, gt=0)
 
 
+class McpHandlerConfig(_Strict):
+    """A ``kind: mcp`` hook handler: ``tools/call`` of ``tool`` on the MCP server ``server``
+    (a name under ``mcp_servers``; the tool need not be in the agent's ``tools``), the event as
+    its arguments; ``timeout_s`` here is the hook's timeout. The server and the tool are checked
+    when the runtime is built, as ``mcp.<server>.<tool>`` entries are."""
+
+    kind: Literal["mcp"]
+    server: str = Field(min_length=1)
+    tool: str = Field(min_length=1)
+    timeout_s: StrictFloat | None = Field(default=None, gt=0)
+
+
 _HANDLER_TAGS: dict[str, type[BaseModel]] = {
-    "<python>": HandlerConfig, "<command>": CommandHandlerConfig, "<http>": HttpHandlerConfig}
+    "<python>": HandlerConfig, "<command>": CommandHandlerConfig, "<http>": HttpHandlerConfig,
+    "<mcp>": McpHandlerConfig}
 MODEL_TAGS.update(_HANDLER_TAGS)  # error paths leave the handler kind's tag out too
 
 
@@ -326,18 +343,17 @@ def _handler_tag(value: Any) -> str | None:
 def _known_kind(value: Any) -> Any:
     if isinstance(value, Mapping):
         kind = value.get("kind", "python")
-        if kind == "mcp":
-            raise ValueError("handler kind 'mcp' is not yet supported (MCP hooks come later); "
-                             "use kind: python, command or http")
-        if kind not in ("python", "command", "http"):
-            raise ValueError(f"unknown handler kind {kind!r}; use kind: python, command or http")
+        if kind not in ("python", "command", "http", "mcp"):
+            raise ValueError(f"unknown handler kind {kind!r}; use kind: python, command, http "
+                             "or mcp")
     return value
 
 
 AnyHandlerConfig = Annotated[
     Annotated[HandlerConfig, Tag("<python>")]
     | Annotated[CommandHandlerConfig, Tag("<command>")]
-    | Annotated[HttpHandlerConfig, Tag("<http>")],
+    | Annotated[HttpHandlerConfig, Tag("<http>")]
+    | Annotated[McpHandlerConfig, Tag("<mcp>")],
     Discriminator(_handler_tag),
     BeforeValidator(_known_kind),
 ]
@@ -397,6 +413,22 @@ class OutputConfig(_Strict):
         return schema
 
 
+def _hook_entry_tag(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        return "<skill hooks>" if "skill" in value else "<hook>"
+    return ("<skill hooks>" if isinstance(value, SkillHooksConfig)
+            else "<hook>" if isinstance(value, HookConfig) else None)
+
+
+MODEL_TAGS.update({"<hook>": HookConfig, "<skill hooks>": SkillHooksConfig})
+AgentHookEntry = Annotated[
+    Annotated[HookConfig, Tag("<hook>")] | Annotated[SkillHooksConfig, Tag("<skill hooks>")],
+    Discriminator(_hook_entry_tag),
+]
+"""An entry of an agent's ``hooks:``: a hook, or ``{skill: <name>[, hook: <id>]}`` binding
+the hooks a skill declares (config/skills.py)."""
+
+
 def default_hook_id(agent: str, index: int) -> str:
     """The id of an agent's hook that sets none: ``<agent>.hooks[<index>]``."""
     return f"{agent}.hooks[{index}]"
@@ -414,7 +446,7 @@ class AgentConfig(_Strict):
     executors: tuple[str, ...] = ()
     retry: RetryConfig = Field(default_factory=RetryConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
-    hooks: tuple[HookConfig, ...] = ()
+    hooks: tuple[AgentHookEntry, ...] = ()
     output: OutputConfig | None = None
     """Structured output (``None``: the final answer is text)."""
     skills: AgentSkills = ()
@@ -530,7 +562,8 @@ class Config(_Strict):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     recovery: RecoveryConfig = Field(default_factory=RecoveryConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
-    """MCP servers whose tools agents list as ``mcp.<server>.<tool>`` (docs/mcp.md)."""
+    """MCP servers whose tools agents list as ``mcp.<server>.<tool>`` and ``kind: mcp`` hooks call
+    (docs/mcp.md, docs/hooks.md)."""
     skills: tuple[SkillSourceConfig, ...] = ()
     """Skill sources: folders, archives, pinned git commits (docs/skills.md)."""
 
@@ -626,6 +659,11 @@ def cross_problems(config: Config) -> list[Problem]:
             _duplicates(agent.skills, f"{at}.skills", problems)
         for i, hook in enumerate(agent.hooks):
             where = f"{at}.hooks[{i}]"
+            if isinstance(hook, SkillHooksConfig):
+                if agent.skills != "*" and hook.skill not in agent.skills:
+                    problems.append(Problem(f"{where}.skill", f"skill {hook.skill!r} is not in "
+                                            f"{at}.skills; add it there to bind its hooks"))
+                continue
             hook_id = hook.hook_id or default_hook_id(name, i)
             if hook_id in hook_ids:
                 problems.append(Problem(f"{where}.hook_id", f"hook id {hook_id!r} is already used by "

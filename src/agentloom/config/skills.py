@@ -9,8 +9,12 @@
     agents:
       main:
         skills: [pdf, release-notes]          # or "*": every imported skill
+        hooks:
+          - {skill: pdf}                      # bind every hook the skill 'pdf' declares
+          - {skill: release-notes, hook: "PreToolUse[0].hooks[0]"}   # or just that one
 
-Owns: the shape of a source entry and of an agent's skill names. Does not own: importing
+Owns: the shape of a source entry, of an agent's skill names and of a ``{skill: …}`` hooks
+entry. Does not own: importing
 (``agentloom.skills``) nor checking the names against what was imported
 (``agentloom.skills.configured``).
 """
@@ -22,7 +26,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["AgentSkills", "SkillSourceConfig", "skill_name"]
+__all__ = ["AgentSkills", "SkillHooksConfig", "SkillSourceConfig", "skill_name"]
 
 SKILL_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -61,3 +65,16 @@ class SkillSourceConfig(BaseModel):
         if self.path is not None and self.commit is not None:
             raise ValueError("commit is for a git source; remove it")
         return self
+
+
+class SkillHooksConfig(BaseModel):
+    """An entry of an agent's ``hooks:`` binding the hooks a skill's front matter declares
+    (Claude Code's hook shape, converted as ``agentloom hooks import-claude`` converts them):
+    all of them, or only ``hook`` — its id in the skill, ``<Event>[<i>].hooks[<j>]``. The
+    skill must be in the agent's ``skills:``; the hooks come from the version the release
+    binds (docs/skills.md#hooks)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    skill: Annotated[str, AfterValidator(skill_name)]
+    hook: str | None = Field(default=None, min_length=1)

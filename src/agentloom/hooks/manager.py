@@ -37,7 +37,13 @@ from agentloom.hooks.decision import (
 )
 from agentloom.hooks.event import HookEvent
 from agentloom.hooks.runner import HookRunner, PythonHookRunner
-from agentloom.hooks.runners import CommandHookRunner, HookEnvironment, HttpHookRunner
+from agentloom.hooks.runners import (
+    CommandHookRunner,
+    HookEnvironment,
+    HttpHookRunner,
+    McpHookHost,
+    McpHookRunner,
+)
 from agentloom.hooks.spec import HookSpec, Timing, config_version
 
 DIAGNOSTIC_LIMIT = 500  # characters of a hook's exception message kept in its diagnostic
@@ -83,16 +89,16 @@ class HookManager:
         self.version = config_version(self.hooks)
         self._by_id = {h.hook_id: h for h in self.hooks}
         self._command = CommandHookRunner()
+        self._mcp = McpHookRunner()
         self._runners: dict[str, HookRunner] = {
             "python": PythonHookRunner(functions), "command": self._command,
-            "http": HttpHookRunner()}
+            "http": HttpHookRunner(), "mcp": self._mcp}
         self._runners.update(runners or {})
         for hook in self.hooks:
             if hook.handler.kind not in self._runners:
-                later = " (MCP hooks are not yet supported)" if hook.handler.kind == "mcp" else ""
                 raise ConfigError(
                     f"hook {hook.hook_id!r}: handler kind {hook.handler.kind!r} is not "
-                    f"available{later}; known kinds: {sorted(self._runners)}"
+                    f"available; known kinds: {sorted(self._runners)}"
                 )
             if hook.timeout_s <= 0:
                 raise ConfigError(f"hook {hook.hook_id!r}: timeout_s must be positive")
@@ -131,6 +137,11 @@ class HookManager:
         """Run ``command`` hooks under ``environment``'s sandbox backend, with its spool and
         the runs' workspaces (the kernel's ``RunEnvironment``)."""
         self._command.attach(environment)
+
+    def attach_mcp(self, host: McpHookHost) -> None:
+        """Run ``mcp`` hooks on ``host``'s MCP sessions (the ``Kernel``'s: a hook's call uses
+        the run's session with its server, as the run's own MCP tool calls do)."""
+        self._mcp.attach(host)
 
     def runner(self, kind: str) -> HookRunner:
         """The runner of handler kind ``kind`` (``python`` is always there)."""

@@ -39,8 +39,8 @@ class HookMatch:
         return not (self.status is not None and status is not None and self.status != status)
 
 
-HandlerKind = Literal["python", "command", "http"]
-"""The handler kinds a hook may have (000 §5.4); ``mcp`` comes later."""
+HandlerKind = Literal["python", "command", "http", "mcp"]
+"""The handler kinds a hook may have (000 §5.4)."""
 HANDLER_KINDS: tuple[HandlerKind, ...] = get_args(HandlerKind)
 
 Pairs = tuple[tuple[str, str], ...]
@@ -54,9 +54,13 @@ class HandlerRef:
     - ``python``: ``ref`` ``"module:function"``, called in this process;
     - ``command``: ``command`` (a line for ``sh -c``) or ``argv`` (no shell), run in the
       sandbox with exactly ``env`` (values may hold ``${VAR}``, read from the runtime's
-      environment when the hook runs, never stored), started in ``project_dir``;
+      environment when the hook runs, never stored), started in ``project_dir``; its
+      ``format`` says how the event and its answer are written (``agentloom``, or
+      ``claude-code`` for a Claude Code hook script);
     - ``http``: a POST to ``url`` with ``headers`` (values may hold ``${VAR}``);
-      private and loopback addresses only with ``allow_private``.
+      private and loopback addresses only with ``allow_private``;
+    - ``mcp``: ``tools/call`` of ``tool`` on MCP server ``server`` (its configuration in
+      ``server_config``, relative paths read from ``project_dir``), on the run's session.
 
     Raises:
         ValueError: fields that do not fit the kind (a ``ConfigError`` at the config's level).
@@ -71,6 +75,12 @@ class HandlerRef:
     url: str | None = None
     headers: Pairs = ()
     allow_private: bool = False
+    format: str = "agentloom"
+    server: str | None = None
+    tool: str | None = None
+    server_config: object = field(default=None, compare=False, repr=False)
+    """The ``mcp`` server's ``StdioServerConfig`` / ``HttpServerConfig`` (not part of the
+    recorded handler: its ``server`` name is); without it the hook fails when it runs."""
 
     def __post_init__(self) -> None:
         for name in ("env", "headers"):
@@ -81,8 +91,13 @@ class HandlerRef:
             object.__setattr__(self, "argv", tuple(self.argv))
         if self.kind == "command" and (self.command is None) == (self.argv is None):
             raise ValueError("a command hook needs exactly one of command or argv")
+        if self.format not in ("agentloom", "claude-code"):
+            raise ValueError(f"unknown handler format {self.format!r}; use agentloom or "
+                             "claude-code")
         if self.kind == "http" and not self.url:
             raise ValueError("an http hook needs a url")
+        if self.kind == "mcp" and not (self.server and self.tool):
+            raise ValueError("an mcp hook needs a server and a tool")
 
     def to_dict(self) -> dict[str, object]:
         """The handler as recorded in the hook configuration's version. ``${VAR}`` references
@@ -91,9 +106,13 @@ class HandlerRef:
         if self.kind == "command":
             out.update(command=self.command, argv=None if self.argv is None else list(self.argv),
                        env=dict(self.env), project_dir=self.project_dir)
+            if self.format != "agentloom":  # the versions of earlier configs stay the same
+                out["format"] = self.format
         elif self.kind == "http":
             out.update(url=self.url, allow_private=self.allow_private,
                        headers={k: v if "${" in v else "[redacted]" for k, v in self.headers})
+        elif self.kind == "mcp":
+            out.update(server=self.server, tool=self.tool)
         return out
 
 

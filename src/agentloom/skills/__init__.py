@@ -10,9 +10,11 @@ content-addressed versions in the store.
 
 Owns: sources and their URL policy, member checks (paths, links, types, sizes, zip-bomb
 ratio), the metadata policy, version digests and their rows, checking an agent's ``skills:``
-names (``configured``). Does not own: using skills in a run (listing in the system prompt,
-``skill.list`` / ``skill.read``, ``/skills`` mounts — a later part), the hook schema the
-inert ``hooks`` resources will be bound through (``hooks``), the CLI (``cli/skills.py``).
+names and binding them to versions for a release (``configured``), their run-time use: the
+system-prompt listing, tool narrowing and ``/skills`` folders (``runtime``) and the
+``skill.list`` / ``skill.read`` tools (``tools``). Does not own: the sandbox's mounts
+(``sandbox``), the hook schema the inert ``hooks`` resources will be bound through
+(``hooks``), the CLI (``cli/skills.py``).
 """
 
 from agentloom.skills.configured import AgentSkillSet, agent_skills, import_configured

@@ -2,7 +2,8 @@
 
 Owns: turning ``Config.skills`` into imports and ``AgentConfig.skills`` into the versions each
 agent may use (``AgentSkillSet``) — what the run-time listing, ``skill.read`` and the
-``/skills`` mounts will be built from. Does not own: the run-time use itself.
+``/skills`` mounts will be built from; binding them to the current stored versions when a
+release is built (``release_skills``). Does not own: the run-time use itself (``runtime``).
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agentloom.config import Config, Problem, config_error, did_you_mean, key_path
+from agentloom.skills.errors import SkillImportError
 from agentloom.skills.limits import DEFAULT_LIMITS, ImportLimits
+from agentloom.skills.runtime import role_versions
 from agentloom.skills.service import ImportReport, SourceSpec, import_skills
 from agentloom.skills.versions import SkillVersion
 from agentloom.store.ports import Store
 
-__all__ = ["AgentSkillSet", "agent_skills", "import_configured"]
+__all__ = ["AgentSkillSet", "agent_skills", "import_configured", "release_skills"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,3 +73,33 @@ def agent_skills(config: Config, imported: dict[str, SkillVersion]) -> list[Agen
     if problems:
         raise config_error(config.origin, problems)
     return sets
+
+
+def release_skills(config: Config, store: Store) -> dict[str, tuple[SkillVersion, ...]]:
+    """Each agent's skills bound to their current stored versions (``skills`` table), for a
+    release being built; agents without skills are left out. Nothing is imported here:
+    ``agentloom skills import --config`` does that.
+
+    Raises:
+        ConfigError: naming ``agents.<name>.skills[i]`` for a skill not imported (every such
+            skill at once).
+    """
+    problems = []
+    bound: dict[str, tuple[SkillVersion, ...]] = {}
+    for name, agent in config.agents.items():
+        if agent.skills == "*":
+            bound[name] = role_versions(store, "*")
+            continue
+        found: list[SkillVersion] = []
+        for i, skill in enumerate(agent.skills):
+            try:
+                found.extend(role_versions(store, [skill]))
+            except SkillImportError as exc:
+                problems.append(Problem(f"{key_path(('agents', name))}.skills[{i}]",
+                                        f"{exc.error.message}; import it first: agentloom "
+                                        "skills import --config <this file>"))
+        if found:
+            bound[name] = tuple(found)
+    if problems:
+        raise config_error(config.origin, problems)
+    return {name: versions for name, versions in bound.items() if versions}

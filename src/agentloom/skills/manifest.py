@@ -6,11 +6,13 @@ front matter / syntax                             at import
 ``name``, ``description``, ``license``,           kept and validated (``name``: lowercase letters,
 ``compatibility``, ``metadata``                   digits and ``-``, ≤ 64, equal to the folder
                                                   name; ``description``: required, ≤ 1024)
-``arguments``, ``argument-hint``                  kept as text only (rendered later, never shell)
+``arguments``, ``argument-hint``                  kept as text only (``skills.render``: text
+                                                  substitution, never a shell)
 ``user-invocable``, ``disable-model-invocation``  kept (booleans; obeyed at run time)
 ``allowed-tools``, ``disallowed-tools``           kept as tool lists (they narrow a role's tools)
 ``model``, ``effort``, ``context``, ``agent``     refused, naming the field
-``hooks``                                         kept as inert hook resources, never bound
+``hooks``                                         kept as inert hook resources, bound only by
+                                                  an agent's ``{skill: …}`` entry (``skills.hooks``)
 `` !`cmd` `` / `````! `` blocks in the body,      reported as unsupported, never executed
 Claude-Code-only fields and ``${CLAUDE_*}``
 anything else                                     an error; a warning with ``allow_unknown``

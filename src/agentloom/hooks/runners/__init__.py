@@ -4,6 +4,7 @@
     python  ─► hooks.runner.PythonHookRunner   the function, in this process
     command ─► CommandHookRunner                a program in the sandbox, the event on stdin
     http    ─► HttpHookRunner                   a POST of the event, the answer's body
+    mcp     ─► McpHookRunner                    tools/call of an MCP tool, the event its arguments
 
 A runner only runs the hook and returns what it decided, unparsed (a mapping, as a Python hook
 returns); raising is a hook failure, raising ``InvalidDecision`` an invalid decision. The
@@ -15,5 +16,7 @@ recovery.
 from agentloom.hooks.runners._common import HookRunFailed
 from agentloom.hooks.runners.command import CommandHookRunner, HookEnvironment
 from agentloom.hooks.runners.http import HttpHookRunner
+from agentloom.hooks.runners.mcp import McpHookHost, McpHookRunner
 
-__all__ = ["CommandHookRunner", "HookEnvironment", "HookRunFailed", "HttpHookRunner"]
+__all__ = ["CommandHookRunner", "HookEnvironment", "HookRunFailed", "HttpHookRunner",
+           "McpHookHost", "McpHookRunner"]

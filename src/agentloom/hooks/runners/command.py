@@ -9,6 +9,7 @@ only when written), owned by the hook (``HookOwner``)::
     exit 0: stdout is the decision (empty: allow) · exit 2: deny, stderr the reason
     any other exit: the hook failed · cancelled (its timeout, the run's stop): the
     execution is terminated — every process of it killed, as for ``exec``
+    format: claude-code — stdin and stdout in Claude Code's shapes (``hooks.claude.shim``)
 
 What the command sees: exactly its declared ``env`` (``${VAR}`` filled in from the runtime's
 environment) plus ``PATH``, ``AGENTLOOM_PROJECT_DIR`` / ``CLAUDE_PROJECT_DIR`` (the config
@@ -35,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from agentloom.hooks.claude.shim import FORMAT as CLAUDE_CODE
+from agentloom.hooks.claude.shim import claude_decision, claude_event
 from agentloom.hooks.event import HookEvent
 from agentloom.hooks.runners._common import (
     HookRunFailed,
@@ -129,9 +132,10 @@ class CommandHookRunner:
         if workspace is not None:
             mounts.append((workspace, WORKSPACE_MOUNT))
             env["AGENTLOOM_WORKSPACE_DIR"] = WORKSPACE_MOUNT if bwrap else str(workspace)
+        stdin = _stdin(spec, event, env)
         # In the gateway's own spool: reclaimed with it if this process dies mid-hook.
         scratch = Path(tempfile.mkdtemp(prefix="hook-", dir=gateway._spool_dir))
-        (scratch / EVENT_FILE).write_bytes(event_json(event))
+        (scratch / EVENT_FILE).write_bytes(stdin)
         (scratch / EVENT_FILE).chmod(0o644)
         prologue = PROLOGUE % shlex.quote(f"/work/{EVENT_FILE}" if bwrap
                                           else str(scratch / EVENT_FILE))
@@ -155,7 +159,7 @@ class CommandHookRunner:
             self._terminate(gateway, execution.execution_id, scratch)
             raise
         shutil.rmtree(scratch, ignore_errors=True)
-        return _decision(spec, result, secrets)
+        return _decision(spec, event, result, secrets)
 
     async def _gateway_ready(self) -> Gateway:
         if self._gateway is not None:
@@ -207,7 +211,17 @@ class CommandHookRunner:
                 await self._gateway.aclose()
 
 
-def _decision(spec: HookSpec, result: ExecutionResult, secrets: Secrets) -> Any:
+def _stdin(spec: HookSpec, event: HookEvent, env: dict[str, str]) -> bytes:
+    """The event as the handler's ``format`` writes it; a Claude Code script's ``cwd`` is the
+    workspace (where the tools' relative paths point), else the project folder."""
+    if spec.handler.format != CLAUDE_CODE:
+        return event_json(event)
+    return claude_event(event, cwd=env.get("AGENTLOOM_WORKSPACE_DIR")
+                        or env.get("AGENTLOOM_PROJECT_DIR", "."))
+
+
+def _decision(spec: HookSpec, event: HookEvent, result: ExecutionResult,
+              secrets: Secrets) -> Any:
     """What the command's exit and output say (see the module docstring)."""
     where = f"hook {spec.hook_id!r}"
     stderr = excerpt((result.stderr.head + result.stderr.tail).decode(errors="replace"), secrets)
@@ -226,5 +240,7 @@ def _decision(spec: HookSpec, result: ExecutionResult, secrets: Secrets) -> Any:
         raise HookRunFailed(f"{where}: the command wrote more than {MAX_OUTPUT_BYTES} bytes to "
                             "stdout; a decision is one small JSON object",
                             code="HOOK_OUTPUT_TOO_LARGE")
-    return decision_of(result.stdout.head + result.stdout.tail, source=f"{where}'s stdout",
-                       secrets=secrets)
+    stdout = result.stdout.head + result.stdout.tail
+    if spec.handler.format == CLAUDE_CODE:
+        return claude_decision(stdout, event, source=f"{where}'s stdout", scrub=secrets.scrub)
+    return decision_of(stdout, source=f"{where}'s stdout", secrets=secrets)

@@ -5,7 +5,9 @@ allows a shell. The model gets a bounded preview of stdout / stderr (head and ta
 the exit code and the execution id; a truncated stream's full bytes move into the
 file blob store and are readable with ``result_read``: the preview names the exact
 ``result_ref`` to pass, and so do the ``stdout_ref`` / ``stderr_ref`` fields.
-Every result says whether it ran sandboxed.
+Every result says whether it ran sandboxed. The role's skills (``mounts``, set by the
+kernel) are mounted read-only at ``/skills/<name>``; without a mount namespace (Landlock,
+none) an ``argv`` item under ``/skills/<name>`` is given the folder's host path instead.
 
 The gateway is asked for on each call (``GatewayProvider``), so a host without a usable
 sandbox fails that call — a failed result with ``SANDBOX_UNAVAILABLE`` the model reads —
@@ -14,7 +16,10 @@ and nothing else.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from agentloom.attempts import AttemptContext, CapabilityRequest
@@ -59,6 +64,9 @@ def exec_spec(resource_version_id: str = "builtin") -> CapabilitySpec:
 
 GatewayProvider = Callable[[], Awaitable[SandboxGateway]]
 """Returns the sandbox gateway, or raises ``SandboxError`` (``SANDBOX_UNAVAILABLE``)."""
+MountsFor = Callable[[str | None], tuple[tuple[Path, str], ...]]
+"""The read-only ``(host folder, sandbox path)`` mounts of a role (its skills at
+``/skills/<name>``); given by the kernel."""
 
 
 class ExecHandler:
@@ -74,6 +82,7 @@ class ExecHandler:
         self.gateway = gateway
         self.resolver = resolver
         self.blobs = blobs
+        self.mounts: MountsFor | None = None
 
     async def invoke_once(self, request: CapabilityRequest, context: AttemptContext) -> ToolResult:
         args = dict(request.arguments)
@@ -90,9 +99,14 @@ class ExecHandler:
             )
             gateway = await self.gateway()
             folder = self.resolver.scopes.ensure_folder(scope)
+            mounts = () if self.mounts is None else await asyncio.to_thread(self.mounts,
+                                                                            context.role)
+            if mounts and gateway.sandbox_mode != "bubblewrap":
+                command = _host_paths(command, mounts)
             handle = await gateway.ensure(
                 SandboxScope(workspace_scope_id=scope.workspace_scope_id, run_id=context.run_id,
-                             work_dir=folder, foreign=scope.bound_path is not None),
+                             work_dir=folder, foreign=scope.bound_path is not None,
+                             readonly_mounts=mounts),
                 None, context.lease_epoch or 0)
             execution = await gateway.execute(
                 handle, command, BusinessOwner(operation_id=context.operation_id,
@@ -166,6 +180,22 @@ def _summary(result: ExecutionResult, refs: dict[str, str]) -> dict[str, Any]:
     if result.env_stripped:
         body["env_stripped"] = list(result.env_stripped)
     return body
+
+
+def _host_paths(command: ExecCommand, mounts: tuple[tuple[Path, str], ...]) -> ExecCommand:
+    """Without a mount namespace (Landlock, none) a read-only mount keeps its host path: an
+    ``argv`` item naming ``/skills/<name>`` or a path below it is given that host path (the
+    ``shell_script`` text is left as written)."""
+    if command.argv is None:
+        return command
+    argv = []
+    for item in command.argv:
+        for host, target in mounts:
+            if item == target or item.startswith(target + "/"):
+                item = str(host) + item[len(target):]
+                break
+        argv.append(item)
+    return replace(command, argv=tuple(argv))
 
 
 def _refused(code: str, message: str) -> ToolResult:
