@@ -37,6 +37,7 @@ from typing import Any
 
 TURNS = 6
 CALLS_PER_TURN = 2
+MIN_WINDOW_S = 0.05  # the kill window never narrows below this (s)
 TOOL_MODULE = '''
 """The chaos agent's tool: append one line per call to the counter file, fsynced."""
 import os
@@ -96,6 +97,7 @@ class Chaos:
         self.config = write_project(folder)
         self.rng = rng
         self.kills = 0
+        self.window = (0.3, 1.1)  # the kill delay range (s): set from a clean run, then narrowed
         self.env = {**os.environ, "CHAOS_COUNTER": str(folder / "counter.log"),
                     "PYTHONUNBUFFERED": "1"}
 
@@ -106,8 +108,11 @@ class Chaos:
         """Run ``argv``; kill it after ``delay`` s. Returns (finished, stdout)."""
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 env=self.env, cwd=self.folder)
+        started = time.perf_counter()
         try:
             out, _ = proc.communicate(timeout=delay if delay is not None else 120)
+            if delay is not None:  # it ended before its kill: runs are faster than the window
+                self._shrink(time.perf_counter() - started)
             return True, out.decode()
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGKILL)
@@ -115,23 +120,32 @@ class Chaos:
             self.kills += 1
             return False, ""
 
+    def _shrink(self, took: float) -> None:
+        """Narrow the kill window to an attempt that finished in ``took`` s. The window is first
+        set from one clean run; on a machine that was busier then than later, every later run
+        would end before its kill and the harness would never reach its kills."""
+        low, high = self.window
+        if took < high:
+            high = max(MIN_WINDOW_S, 1.1 * took)
+            self.window = (min(low, 0.3 * high), high)
+
     def newest_run(self, known: set[str]) -> str | None:
         out = subprocess.run(self._cli("runs", "list", "--json"), capture_output=True,
                              env=self.env, cwd=self.folder, check=True).stdout
         fresh = [r["run_id"] for r in json.loads(out) if r["run_id"] not in known]
         return fresh[0] if fresh else None
 
-    def one_run(self, known: set[str], window: tuple[float, float], kill_p: float) -> str:
+    def one_run(self, known: set[str], kill_p: float) -> str:
         """Start a run and see it through to the end, with random kills on the way."""
         run_id = None
         while run_id is None:
-            delay = self.rng.uniform(*window) if self.rng.random() < kill_p else None
+            delay = self.rng.uniform(*self.window) if self.rng.random() < kill_p else None
             done, out = self._attempt(self._cli("run", str(self.config), "count", "--json"), delay)
             run_id = json.loads(out)["run_id"] if done else self.newest_run(known)
             if done:
                 return run_id
         while True:
-            delay = self.rng.uniform(*window) if self.rng.random() < kill_p else None
+            delay = self.rng.uniform(*self.window) if self.rng.random() < kill_p else None
             done, out = self._attempt(self._cli("runs", "resume", run_id, "--config",
                                                 str(self.config), "--json"), delay)
             if done:
@@ -200,10 +214,10 @@ def chaos(*, kills: int, store: str, seed: int, kill_p: float = 0.85) -> dict[st
         done, _ = harness._attempt(harness._cli("run", str(harness.config), "count", "--json"), None)
         clean_s = time.perf_counter() - t0
         run_ids = [harness.newest_run(set())] if done else []
-        window = (0.3 * clean_s, 1.1 * clean_s)
+        harness.window = (0.3 * clean_s, 1.1 * clean_s)
         t0 = time.perf_counter()
         while harness.kills < kills:
-            run_ids.append(harness.one_run(set(run_ids), window, kill_p))
+            run_ids.append(harness.one_run(set(run_ids), kill_p))
         elapsed = time.perf_counter() - t0
         problems = check(url, folder / "counter.log", [r for r in run_ids if r])
         if schema is not None:

@@ -7,18 +7,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from mcp_npm import NpmUnavailable, install
-from mcp_support import LAB
-
-START_DEADLINE_S = 30.0
+from mcp_support import LAB, free_port, serve_http
 
 
 @pytest.fixture(scope="session")
@@ -48,47 +44,18 @@ def git_server() -> str:
     return found
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _serve(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
-    proc = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + START_DEADLINE_S
-    try:
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"{argv[:2]} did not listen on 127.0.0.1:{port}")
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @pytest.fixture
 def everything_http(everything: Path, node: str) -> Iterator[str]:
     """server-everything in its Streamable HTTP mode on a free port: its ``/mcp`` URL."""
     port = free_port()
-    yield from _serve([node, str(everything), "streamableHttp"], port, {"PORT": str(port)})
+    yield from serve_http([node, str(everything), "streamableHttp"], port, {"PORT": str(port)})
 
 
 @pytest.fixture
 def lab_http() -> Iterator[str]:
     """``servers/lab.py`` over Streamable HTTP on a free port: its ``/mcp`` URL."""
     port = free_port()
-    yield from _serve([sys.executable, str(LAB), "http", str(port)], port)
+    yield from serve_http([sys.executable, str(LAB), "http", str(port)], port)
 
 
 @pytest.fixture

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.config.mcp import HttpServerConfig, StdioServerConfig
@@ -60,3 +66,37 @@ class Pool:
 
     def kinds(self, kind: str) -> list[dict[str, Any]]:
         return [payload for k, payload in self.events if k == kind]
+
+
+SERVER_START_DEADLINE_S = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def serve_http(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run ``argv`` (a server listening on ``port``, with ``env`` added to the environment) until
+    the test ends, yielding its ``/mcp`` URL once it accepts connections."""
+    proc = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + SERVER_START_DEADLINE_S
+    try:
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"{argv[:2]} did not listen on 127.0.0.1:{port}")
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -23,14 +23,13 @@ from urllib.parse import parse_qs, urlparse
 
 import httpx2
 import pytest
-from mcp_support import SERVERS
+from mcp_support import SERVERS, free_port, serve_http
 from typer.testing import CliRunner
 
 from agentloom.cli.main import app
 from agentloom.mcp.oauth import SECRETS, McpCredentials
 from agentloom.store import Put, WriteSet, open_store
 from agentloom.store.schema import TABLES
-from conftest import _serve, free_port
 
 OAUTH_LAB = SERVERS / "oauth_lab.py"
 DEADLINE_S = 60.0
@@ -40,7 +39,7 @@ DEADLINE_S = 60.0
 def oauth_lab() -> Iterator[str]:
     """``servers/oauth_lab.py`` on a free port: its ``/mcp`` URL."""
     port = free_port()
-    yield from _serve([sys.executable, str(OAUTH_LAB), str(port)], port)
+    yield from serve_http([sys.executable, str(OAUTH_LAB), str(port)], port)
 
 
 def cli(*args: str) -> Any:

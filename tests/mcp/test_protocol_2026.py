@@ -11,17 +11,14 @@ and an agent run through the pipeline."""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp_support import SERVERS, Pool, http, lab_stdio
+from mcp_support import SERVERS, Pool, free_port, http, lab_stdio, serve_http
 from test_s6_2_config import EXAMPLE, load
 from test_s6_2_resources import read as read_resource
 from test_s6_2_run import cli_json, operations, project
@@ -34,40 +31,10 @@ from agentloom.results import JsonBlock
 ERAS = SERVERS / "eras.py"
 MODERN = "2026-07-28"
 NO_HANG_S = 20.0  # a refusal arrives at once; this only bounds a hang
-START_DEADLINE_S = 30.0
 
 
 def eras_stdio(era: str, **extra: Any) -> StdioServerConfig:
     return lab_stdio(**extra).model_copy(update={"args": (str(ERAS), era)})
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def serve_http(argv: list[str], port: int) -> Iterator[str]:
-    """Run ``argv`` (a server listening on ``port``) until the test ends: its ``/mcp`` URL."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + START_DEADLINE_S
-    try:
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"{argv[:2]} did not listen on 127.0.0.1:{port}")
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture
