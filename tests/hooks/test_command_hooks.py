@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.hooks.support import HookSetup
 from tests.pipeline.support import CountingTool, spec
 from tests.sandbox.conftest import BACKENDS, require_backend, searchable
 
@@ -31,27 +32,15 @@ from agentloom.agent.config_parts import hook_specs
 from agentloom.config.loader import parse_config
 from agentloom.errors import ConfigError
 from agentloom.hooks.spec import HandlerRef, HookSpec
-from agentloom.kernel import Kernel, RunLease
-from agentloom.pipeline.context import InvocationContext
+from agentloom.kernel import Kernel
 
 WAIT_S = 30.0
 REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass
-class Setup:
-    kernel: Kernel
-    tool: CountingTool
-    lease: RunLease
-    ctx: InvocationContext
+class Setup(HookSetup):
     project: Path
-
-    async def call(self, text: str = "hi") -> Any:
-        return await self.kernel.bus.request("demo_echo", {"text": text}, self.ctx)
-
-    def rows(self, operation_id: str) -> dict[str, dict[str, Any]]:
-        return {r["hook_id"]: r for r in self.kernel.store.query(
-            "hook_invocations", {"operation_id": operation_id}, order_by=("timing", "position"))}
 
 
 def command(hook_id: str, line: str | None = None, *, argv: tuple[str, ...] | None = None,

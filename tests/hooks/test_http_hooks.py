@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.hooks.support import HookSetup
 from tests.pipeline.support import CountingTool, spec
 
 from agentloom.hooks.spec import HandlerRef, HookSpec
-from agentloom.kernel import Kernel, RunLease
-from agentloom.pipeline.context import InvocationContext
+from agentloom.kernel import Kernel
 
 PATCH = {"decision": "allow",
          "payload_patch": [{"op": "replace", "path": "/payload/text", "value": "patched"}]}
@@ -94,19 +94,7 @@ def edge() -> Iterator[Edge]:
     server.server_close()
 
 
-@dataclass
-class Setup:
-    kernel: Kernel
-    tool: CountingTool
-    lease: RunLease
-    ctx: InvocationContext
-
-    async def call(self, text: str = "hi") -> Any:
-        return await self.kernel.bus.request("demo_echo", {"text": text}, self.ctx)
-
-    def rows(self, operation_id: str) -> dict[str, dict[str, Any]]:
-        return {r["hook_id"]: r for r in self.kernel.store.query(
-            "hook_invocations", {"operation_id": operation_id}, order_by=("timing", "position"))}
+Setup = HookSetup
 
 
 def http(hook_id: str, url: str, *, allow_private: bool = True, timeout_s: float = 10.0,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.hooks.support import HookSetup
 from tests.pipeline.support import CountingTool, spec
 from typer.testing import CliRunner
 
@@ -32,8 +33,7 @@ from agentloom.config.loader import parse_config
 from agentloom.config.mcp import StdioServerConfig
 from agentloom.errors import ConfigError
 from agentloom.hooks.spec import HandlerRef, HookSpec
-from agentloom.kernel import Kernel, RunLease
-from agentloom.pipeline.context import InvocationContext
+from agentloom.kernel import Kernel
 
 REPO = Path(__file__).resolve().parents[2]
 HOOK_LAB = REPO / "tests" / "mcp" / "servers" / "hook_lab.py"
@@ -47,19 +47,8 @@ def server(log: Path) -> StdioServerConfig:
 
 
 @dataclass
-class Setup:
-    kernel: Kernel
-    tool: CountingTool
-    lease: RunLease
-    ctx: InvocationContext
+class Setup(HookSetup):
     log: Path
-
-    async def call(self, text: str = "hi") -> Any:
-        return await self.kernel.bus.request("demo_echo", {"text": text}, self.ctx)
-
-    def rows(self, operation_id: str) -> dict[str, dict[str, Any]]:
-        return {r["hook_id"]: r for r in self.kernel.store.query(
-            "hook_invocations", {"operation_id": operation_id}, order_by=("timing", "position"))}
 
 
 def mcp(hook_id: str, tool: str, log: Path, *, timeout_s: float = 10.0,

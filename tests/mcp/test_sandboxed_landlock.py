@@ -12,13 +12,12 @@ import json
 import os
 import socket
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from tests.sandbox.conftest import confined_gateway, processes_with
+from tests.sandbox.conftest import confined_gateway, gone, processes_with
 
 from agentloom.ids import new_id
 from agentloom.sandbox import EnvironmentPolicy, SandboxError, SandboxScope
@@ -139,14 +138,6 @@ async def main(out, work, servers, marker):
 
 asyncio.run(main(*sys.argv[1:]))
 """
-
-
-def gone(token: str, *, within_s: float = 15.0) -> list[int]:
-    """The processes still showing ``token`` once they have all gone, or ``within_s`` passed."""
-    deadline = time.monotonic() + within_s
-    while (left := processes_with(token)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
 
 
 async def test_s7_2_under_landlock_sigkill_of_the_runtime_ends_its_servers_and_their_daemons(

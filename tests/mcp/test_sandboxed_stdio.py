@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from mcp_npm import FILESYSTEM, NpmUnavailable, install_filesystem
-from tests.sandbox.conftest import confined_gateway, processes_with, require_bwrap, searchable
+from tests.sandbox.conftest import confined_gateway, gone, processes_with, require_bwrap, searchable
 from tests.workspace.corpus import payloads
 from tests.workspace.layout import Layout, build_layout, leaks
 
@@ -250,14 +250,6 @@ async def main(out, work, servers, marker):
 
 asyncio.run(main(*sys.argv[1:]))
 """
-
-
-def gone(token: str, *, within_s: float = 15.0) -> list[int]:
-    """The processes still showing ``token`` once they have all gone, or ``within_s`` passed."""
-    deadline = time.monotonic() + within_s
-    while (left := processes_with(token)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
 
 
 async def test_s7_2_sigkill_of_the_runtime_ends_its_stdio_servers_and_what_they_started(

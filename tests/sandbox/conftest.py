@@ -146,6 +146,14 @@ def processes_with(token: str) -> list[int]:
     return found
 
 
+def gone(token: str, *, within_s: float = 15.0) -> list[int]:
+    """The processes still showing ``token`` once they have all gone, or ``within_s`` passed."""
+    deadline = time.monotonic() + within_s
+    while (left := processes_with(token)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
 def kill_all(pids: list[int]) -> None:
     for pid in pids:
         try:
