@@ -247,6 +247,23 @@ def test_issue15_mcp_login_refuses_a_stdio_server_clearly(tmp_path: Path) -> Non
     assert "stdio server" in error["message"] and "transport: http" in error["message"]
 
 
+def test_issue15_mcp_login_server_alone_reads_agentloom_yaml_of_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The issue's form, ``agentloom mcp login SERVER``: the config is ./agentloom.yaml."""
+    config = project(tmp_path / "p", "http://127.0.0.1:9/mcp")
+    assert config.name == "agentloom.yaml"
+    monkeypatch.chdir(config.parent)
+
+    result = cli("mcp", "login", "local", "--no-browser", "--json")
+
+    assert result.exit_code == 2  # the stdio server of *that* config: read, and refused
+    assert json.loads(result.stdout)["error"]["code"] == "MCP_LOGIN_UNSUPPORTED"
+    monkeypatch.chdir(tmp_path)  # no agentloom.yaml here: the load error names the file
+    missing = cli("mcp", "login", "local", "--no-browser", "--json")
+    assert missing.exit_code != 0 and "agentloom.yaml" in missing.stdout + missing.stderr
+
+
 def test_issue15_the_secret_table_round_trips_a_grant_on_every_durable_store(
     tmp_path: Path, durable_store_url: str, oauth_lab: str,
 ) -> None:

@@ -42,6 +42,8 @@ mcp_app = typer.Typer(no_args_is_help=True,
 _CONFIG = Annotated[Path, typer.Argument(metavar="CONFIG", help="The config file.",
                                          show_default=False)]
 _JSON = Annotated[bool, typer.Option("--json", help="Print one JSON value on stdout, nothing else.")]
+DEFAULT_CONFIG = "agentloom.yaml"
+"""The config ``mcp login`` reads when only SERVER is given."""
 
 
 def _workspace(config: Config) -> Path | None:
@@ -270,8 +272,9 @@ def mcp_prompt(
 
 @mcp_app.command("login")
 def mcp_login(
-    config: _CONFIG,
-    server: _SERVER,
+    targets: Annotated[list[str], typer.Argument(
+        metavar="[CONFIG] SERVER", show_default=False,
+        help="The config file (default: agentloom.yaml here) and a name under mcp_servers.")],
     store: Annotated[str | None, typer.Option(
         "--store", metavar="URL", help="Store URL whose secret table keeps the tokens "
         "(sqlite:///path.db, postgresql://…). Default: $AGENTLOOM_STORE, else "
@@ -283,12 +286,17 @@ def mcp_login(
         help="How long to wait for the browser's redirect.")] = 300.0,
     as_json: _JSON = False,
 ) -> None:
-    """Sign in to the HTTP server SERVER with OAuth 2.1 (authorization code + PKCE, metadata
+    """Sign in to the HTTP server SERVER of CONFIG (default: agentloom.yaml in this folder) with
+    OAuth 2.1 (authorization code + PKCE, metadata
     discovery, dynamic registration or oauth.client_id) and keep its tokens in the store's
     secret table: runs send them and refresh them, and never sign in themselves. Prints the URL
     to open on stderr (and opens a browser when there is a display). Exit 1 when signing in
     fails; 2 for a server that is not an HTTP server of CONFIG."""
     setup_logging()
+    if len(targets) > 2:
+        raise typer.BadParameter("give SERVER, or CONFIG and SERVER", param_hint="[CONFIG] SERVER")
+    config = Path(targets[0]) if len(targets) == 2 else Path(DEFAULT_CONFIG)
+    server = targets[-1]
     loaded = load_config(config)
     _server(loaded, config, server)
     from agentloom.agent.configured import store_url_for

@@ -2,7 +2,7 @@
 
 ::
 
-    agentloom mcp login CONFIG SERVER            (configuration time, a person at a browser)
+    agentloom mcp login [CONFIG] SERVER            (configuration time, a person at a browser)
       login() ─► the handshake, sent without a token ─► 401 + WWW-Authenticate
         ─► protected-resource metadata (RFC 9728: resource_metadata, else /.well-known)
         ─► authorization-server metadata (RFC 8414 / OIDC discovery)
