@@ -61,20 +61,25 @@ def _summary(samples: list[float]) -> dict[str, float]:
             "p95_us": ordered[int(0.95 * (len(ordered) - 1))] * 1e6, "calls": len(ordered)}
 
 
+async def _echo_loop(call_tool: Any, calls: int) -> dict[str, float]:
+    """Time ``call_tool("echo", …)`` ``calls`` times after ``WARMUP`` untimed calls."""
+    samples = []
+    for i in range(WARMUP + calls):
+        start = time.perf_counter()
+        result = await call_tool("echo", {"text": f"hi {i}"})
+        took = time.perf_counter() - start
+        assert not result.is_error, result
+        if i >= WARMUP:
+            samples.append(took)
+    return _summary(samples)
+
+
 async def bare(calls: int) -> dict[str, float]:
-    """``call_tool`` of the bare ``mcp`` client, one session."""
+    """``call_tool`` of the low-level ``mcp.ClientSession``, one session."""
     params = StdioServerParameters(command=sys.executable, args=[str(LAB)])
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
-        samples = []
-        for i in range(WARMUP + calls):
-            start = time.perf_counter()
-            result = await session.call_tool("echo", {"text": f"hi {i}"})
-            took = time.perf_counter() - start
-            assert not result.is_error, result
-            if i >= WARMUP:
-                samples.append(took)
-    return _summary(samples)
+        return await _echo_loop(session.call_tool, calls)
 
 
 async def bare_client(calls: int) -> dict[str, float]:
@@ -82,15 +87,7 @@ async def bare_client(calls: int) -> dict[str, float]:
     connection, the 2025-11-25 handshake (``mode="legacy"``: no probe)."""
     params = StdioServerParameters(command=sys.executable, args=[str(LAB)])
     async with Client(params, mode="legacy") as client:
-        samples = []
-        for i in range(WARMUP + calls):
-            start = time.perf_counter()
-            result = await client.call_tool("echo", {"text": f"hi {i}"})
-            took = time.perf_counter() - start
-            assert not result.is_error, result
-            if i >= WARMUP:
-                samples.append(took)
-    return _summary(samples)
+        return await _echo_loop(client.call_tool, calls)
 
 
 CONFIG = """\
