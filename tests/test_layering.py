@@ -12,6 +12,8 @@ layer or any layer below. Where DESIGN's diagram leaves a unit out, it sits here
 - ``store`` sits below the domain managers, just above the core: it imports only the core
   ("``store/`` knows no domain manager"), and ``workspace`` keeps its scopes in it. The
   CommitCoordinator that the diagram draws beside the store lives in ``pipeline``.
+- ``approvals`` (a person's answer to a call a hook asked about) sits with ``pipeline``, which
+  raises its ``ApprovalPending`` and reads its answers on replay.
 - ``cancel`` (``CancelToken``) and ``attempts`` (``CapabilityRequest``, ``AttemptContext``:
   what a handler is handed) are core, so handlers below the pipeline need not import it;
   ``canonical``, ``yamlfile``, ``limits`` (the window / output-limit rule), ``refs``, ``text``
@@ -36,7 +38,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"agent"}),
     frozenset({"kernel", "environment"}),
     frozenset({"bus"}),
-    frozenset({"pipeline"}),
+    frozenset({"pipeline", "approvals"}),
     frozenset({"hooks", "context"}),
     frozenset({"models", "tools", "workspace", "sandbox", "mcp", "skills"}),
     frozenset({"store"}),

@@ -169,11 +169,12 @@ def test_13_3_an_operation_row_with_an_unknown_phase_or_outcome_is_refused(
 
 
 def test_13_3_every_closed_set_function_answers_for_every_member() -> None:
-    assert set(RUN_STATUSES) == {"running", *TERMINAL_RUN_STATUSES}
-    ended = [RunRecord(run_id="r", stored_status=s, lease_epoch=0, lease_owner=None,
-                       lease_expires_at=None, created_at=0.0, updated_at=0.0, data={}).ended
-             for s in RUN_STATUSES]
-    assert ended == [None, *RUN_STATUSES[1:]]
+    not_ended = {"running", "pending", "waiting", "suspended"}  # issue 17: the queue, HITL
+    assert set(RUN_STATUSES) == {*not_ended, *TERMINAL_RUN_STATUSES}
+    ended = {s: RunRecord(run_id="r", stored_status=s, lease_epoch=0, lease_owner=None,
+                          lease_expires_at=None, created_at=0.0, updated_at=0.0, data={}).ended
+             for s in RUN_STATUSES}
+    assert ended == {s: None if s in not_ended else s for s in RUN_STATUSES}
     assert OPERATION_PHASES[0] == "intent_saved" and OPERATION_PHASES[-1] == "delivered"
     error = OperationError(code="E", category="unknown", message="boom")
     for outcome in OUTCOMES:
@@ -203,7 +204,7 @@ def test_13_3_a_match_that_leaves_out_a_member_of_a_closed_set_does_not_type_che
 
         def label(status: RunStatus) -> str:
             match status:
-                case "running":
+                case "running" | "pending" | "waiting" | "suspended":
                     return "on"
                 case "succeeded" | "failed" | "cancelled"{more}:
                     return "off"

@@ -139,6 +139,11 @@ class RunEnvironment:
         gone (its last revocation); true once one did, or when nothing ever ran."""
         return run_id not in self._unconfirmed
 
+    async def revoke(self, run_id: str, lease_epoch: int) -> RevocationReceipt:
+        """Stop every command and stdio server of ``run_id`` up to ``lease_epoch`` (a holder
+        letting the run go) and say whether they are confirmed gone."""
+        return await self._revoke(run_id, lease_epoch)
+
     async def _revoke(self, run_id: str, lease_epoch: int) -> RevocationReceipt:
         receipt = await _revoke_stdio_servers(run_id, lease_epoch)
         if self._gateway is not None:  # else no exec command was ever started

@@ -9,13 +9,14 @@ benchmarks, a host of your own).
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentloom.bus import EventBus
 from agentloom.cancel import CancelToken
@@ -54,6 +55,8 @@ from agentloom.workspace.resolver import WorkspaceResolver
 
 if TYPE_CHECKING:
     from agentloom.mcp import McpSessions, McpTool
+
+log = logging.getLogger(__name__)
 
 
 def tool_capability(
@@ -279,22 +282,62 @@ class Kernel:
         check_owner(self.store, owner)  # a deleted owner starts nothing (OWNER_DELETED)
         if workspace and workdir is not None:
             self.environment.scopes.check_bindable(workdir, self.run_is_running)
+        await self.coordinator.commit(WriteSet((Insert("runs", self._run_row(
+            run_id, "running", owner, data)),)))
+        lease = self.claim(run_id, lease_ttl_s=lease_ttl_s)
+        if workspace:
+            lease = await self.open_run_workspace(lease, owner=owner, session_id=session_id,
+                                                  workdir=workdir, keep=keep_workspace)
+        return lease
+
+    def _run_row(self, run_id: str, status: str, owner: OwnerRef,
+                 data: Mapping[str, Any] | None, priority: int = 0) -> dict[str, Any]:
+        """A new ``runs`` row; its agent and release are columns too (a queue claim filters and
+        counts by them)."""
         now = time.time()
         run_data = dict(data or {})
         run_data["owner"] = owner.to_dict()
         run_data["sandbox_backend"] = self.environment.sandbox_backend
-        await self.coordinator.commit(WriteSet((Insert("runs", {
-            "run_id": run_id, "status": "running", "lease_epoch": 0, "lease_owner": None,
-            "created_at": now, "updated_at": now, "data": run_data,
-        }),)))
-        lease = self.claim(run_id, lease_ttl_s=lease_ttl_s)
-        if workspace:
-            scope = await self.environment.open_workspace(
-                owner=owner, run_id=run_id, session_id=session_id, invocation_id=run_id,
-                fence=Fence(run_id, lease.lease_epoch), workdir=workdir,
-                keep=keep_workspace, busy=self.run_is_running)
-            lease = RunLease(run_id, lease.lease_epoch, scope.workspace_scope_id)
-        return lease
+        return {"run_id": run_id, "status": status, "lease_epoch": 0, "lease_owner": None,
+                "created_at": now, "updated_at": now, "data": run_data,
+                "agent": run_data.get("agent"), "release_id": run_data.get("release_id"),
+                "priority": priority}
+
+    async def submit_run(self, *, run_id: str | None = None, data: Mapping[str, Any],
+                         owner: OwnerRef, priority: int = 0) -> str:
+        """Put a run in the queue: status ``pending``, no holder, no workspace yet (a worker's
+        claim gives it both). A deleted owner is refused (``OWNER_DELETED``) first."""
+        run_id = run_id or new_id()
+        check_owner(self.store, owner)
+        await self.coordinator.commit(WriteSet((Insert("runs", self._run_row(
+            run_id, "pending", owner, data, priority)),)))
+        return run_id
+
+    def claim_next(self, *, agents: Collection[str], release_id: str, worker_cap: int,
+                   agent_caps: Mapping[str, int] | None = None,
+                   lease_ttl_s: float = 60.0) -> RunLease | None:
+        """Take the next ``pending`` run of ``agents`` in ``release_id`` this worker may hold
+        (``Store.claim_next``: priority, then age; the worker and agent caps checked in the
+        same transaction), or None. Its lease names the run's workspace once it has one."""
+        claimed = self.store.claim_next(self.worker_id, lease_ttl_s, agents=agents,
+                                        release_id=release_id, worker_cap=worker_cap,
+                                        agent_caps=agent_caps)
+        if claimed is None:
+            return None
+        scopes = [s for s in self.environment.scopes.scopes_for_run(claimed.run_id)
+                  if s.state == "registered"]
+        return RunLease(claimed.run_id, claimed.lease_epoch,
+                        scopes[0].workspace_scope_id if scopes else None)
+
+    async def open_run_workspace(self, lease: RunLease, *, owner: OwnerRef,
+                                 session_id: str | None = None, workdir: Path | None = None,
+                                 keep: bool = False) -> RunLease:
+        """Register the workspace of a run this process holds (fenced by its lease)."""
+        scope = await self.environment.open_workspace(
+            owner=owner, run_id=lease.run_id, session_id=session_id,
+            invocation_id=lease.run_id, fence=Fence(lease.run_id, lease.lease_epoch),
+            workdir=workdir, keep=keep, busy=self.run_is_running)
+        return RunLease(lease.run_id, lease.lease_epoch, scope.workspace_scope_id)
 
     def run_is_running(self, run_id: str) -> bool:
         row = self.store.get("runs", {"run_id": run_id})
@@ -348,6 +391,60 @@ class Kernel:
                                            **facts, "lease_expires_at": 0.0})
         finally:  # an MCP session is bound to its lease: the next holder opens its own
             await self._close_mcp(lease.run_id)
+        await self.record_revocation(lease)
+
+    async def update_run(self, lease: RunLease, facts: Mapping[str, Any]) -> None:
+        """Record ``facts`` (columns of the run's row: ``data``, ``status``) under the lease.
+
+        Raises:
+            FencedOut: another holder took the run over; nothing was recorded.
+        """
+        await self._commit_run(lease, {"run_id": lease.run_id, "updated_at": time.time(),
+                                       **facts})
+
+    async def park_run(self, lease: RunLease, status: str, *,
+                       data: Mapping[str, Any]) -> None:
+        """Let a run go without ending it: ``waiting`` (for a person's answer) or ``pending``
+        (back in the queue). Its lease ends now; its workspace stays for the next holder.
+
+        Raises:
+            FencedOut: another holder took the run over; nothing was recorded.
+        """
+        try:
+            await self._commit_run(lease, {"run_id": lease.run_id, "status": status,
+                                           "data": dict(data), "updated_at": time.time(),
+                                           "lease_expires_at": 0.0})
+        finally:  # an MCP session is bound to its lease: the next holder opens its own
+            await self._close_mcp(lease.run_id)
+        await self.record_revocation(lease)
+
+    async def suspend_run(self, lease: RunLease, *, data: Mapping[str, Any]) -> None:
+        """Report a run ``suspended`` (``data.suspended`` says why) under the epoch of its last
+        holder, whose lease expired — without taking it: nothing of it runs until
+        ``runs resume --force``.
+
+        Raises:
+            FencedOut: the run was claimed meanwhile; nothing was recorded.
+        """
+        await self._commit_run(lease, {"run_id": lease.run_id, "status": "suspended",
+                                       "data": dict(data), "updated_at": time.time()})
+
+    async def record_revocation(self, lease: RunLease) -> bool:
+        """Stop the run's commands and stdio servers of this lease and record the holder's
+        revocation receipt (``revocations``): a takeover of the run waits for it when the
+        holder may still be alive (``agent.leases.takeover_verdict``). Whether they are
+        confirmed gone; a receipt that cannot be written is logged, never raised (the run was
+        let go already)."""
+        receipt = await self.environment.revoke(lease.run_id, lease.lease_epoch)
+        row = {"run_id": lease.run_id, "lease_epoch": lease.lease_epoch,
+               "worker_id": self.worker_id, "confirmed": 1 if receipt.confirmed else 0,
+               "created_at": time.time(), "data": {"killed": receipt.killed}}
+        try:
+            await self.coordinator.commit(WriteSet((Put("revocations", row),)))
+        except Exception as exc:
+            log.warning("run %s: the revocation receipt of epoch %d was not recorded: %s",
+                        lease.run_id, lease.lease_epoch, exc)
+        return receipt.confirmed
 
     async def _close_mcp(self, run_id: str) -> None:
         if self._mcp is not None:
@@ -359,7 +456,9 @@ class Kernel:
         Raises:
             FencedOut: another holder took the run over.
         """
-        await self._commit_run(lease, {"run_id": lease.run_id,
+        # ``running`` again, too: a takeover that found the lease expired (the holder was
+        # paused) may have reported the run ``suspended`` without taking it
+        await self._commit_run(lease, {"run_id": lease.run_id, "status": "running",
                                        "lease_expires_at": time.time() + lease_ttl_s})
 
     async def _commit_run(self, lease: RunLease, row: Mapping[str, Any], *also: Op) -> None:
@@ -380,8 +479,12 @@ class Kernel:
         cancel: CancelToken | None = None,
         private_context: bool = True,
         invocation_id: str | None = None,
+        approval_timeout_s: float | None = None,
+        approval_default: Literal["deny", "approve"] = "deny",
     ) -> InvocationContext:
         return InvocationContext(
+            approval_timeout_s=approval_timeout_s,
+            approval_default=approval_default,
             run_id=lease.run_id,
             lease_epoch=lease.lease_epoch,
             owner_ref=owner or OwnerRef(kind="agent", id=role),

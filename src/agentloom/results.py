@@ -29,15 +29,21 @@ ResultStatus = Literal["succeeded", "failed", "unknown"]
 
 TerminalRunStatus = Literal["succeeded", "failed", "cancelled", "timed_out"]
 """How a run ended (``runs.status`` once it is terminal; ``RunResult.status``)."""
-RunStatus = Literal["running", "succeeded", "failed", "cancelled", "timed_out"]
-"""A run's ``runs.status``: ``running`` (lease held, epoch fenced), then one terminal status."""
+RunStatus = Literal["running", "succeeded", "failed", "cancelled", "timed_out", "pending",
+                    "waiting", "suspended"]
+"""A run's ``runs.status``: ``pending`` (submitted, in the queue: no holder yet), ``running``
+(lease held, epoch fenced), ``waiting`` (a call waits for a person's answer: nobody holds it),
+``suspended`` (a takeover could not confirm the old holder's processes are gone: only
+``runs resume --force`` goes on), then one terminal status."""
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 TERMINAL_RUN_STATUSES: frozenset[TerminalRunStatus] = frozenset(get_args(TerminalRunStatus))
 
-OperationPhase = Literal["intent_saved", "hooks_before", "attempt_started", "raw_saved",
-                         "hooks_after", "delivered"]
+OperationPhase = Literal["intent_saved", "hooks_before", "awaiting_approval", "attempt_started",
+                         "raw_saved", "hooks_after", "delivered"]
 """The last committed phase of an operation (``operations.phase``, 000 §3.1), in the order
-a call goes through them; recovery restarts from it."""
+a call goes through them; recovery restarts from it. ``awaiting_approval``: a before-hook
+answered ``ask`` and the call waits for a person's answer (``agentloom.approvals``); nothing
+has run."""
 OPERATION_PHASES: tuple[OperationPhase, ...] = get_args(OperationPhase)
 
 

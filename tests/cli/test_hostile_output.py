@@ -136,9 +136,11 @@ def _tamper(store: str, run_id: str) -> str:
         (data,) = db.execute("SELECT data FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         row = json.loads(data)
         row["agent"] = HOSTILE
-        db.execute("INSERT INTO runs SELECT ?, ?, lease_epoch, lease_owner, lease_expires_at, "
-                   "created_at + 1, updated_at, ? FROM runs WHERE run_id = ?",
-                   (evil_id, "succeeded\x1b]0;x\x07", json.dumps(row), run_id))
+        db.execute("INSERT INTO runs (run_id, status, lease_epoch, lease_owner, "
+                   "lease_expires_at, created_at, updated_at, data, agent) SELECT ?, ?, "
+                   "lease_epoch, lease_owner, lease_expires_at, created_at + 1, updated_at, ?, ? "
+                   "FROM runs WHERE run_id = ?",
+                   (evil_id, "succeeded\x1b]0;x\x07", json.dumps(row), HOSTILE, run_id))
     return evil_id
 
 

@@ -132,7 +132,7 @@ def test_i11_poison_run_ends_failed_after_the_limit_and_the_worker_stops_retryin
 
     time.sleep(0.3)
     again = cli.json("worker", str(config), "--once", "--store", url)
-    assert again == {"resumed": [], "left": []}
+    assert again == {"resumed": [], "claimed": 0, "left": []}
     assert len(server.model_requests) == 3
 
     shown = cli("runs", "show", run_id, "--store", url)

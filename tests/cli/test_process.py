@@ -175,7 +175,7 @@ def test_cli_worker_resumes_a_run_whose_process_died_and_never_takes_a_live_or_f
         other = write_project(tmp_path / "other", SLEEP_TURNS, tools=["exec"],
                               extra="    instructions: Another agent.\n")
         assert cli.json("worker", str(other), "--once", "--store", cli.store) == {
-            "resumed": [], "left": [{"run_id": run_id, "reason": "RELEASE_CHANGED"}]}
+            "resumed": [], "claimed": 0, "left": [{"run_id": run_id, "reason": "RELEASE_CHANGED"}]}
         assert _epoch(cli, run_id) == epoch  # it did not claim it
 
         # the killed process is gone (its lease has not run out yet): the run is taken at once

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import textwrap
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -186,11 +185,12 @@ def test_i16_3_import_write_refuses_a_config_outside_the_project_folder(tmp_path
 ASK = """\
 import json
 print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
-                                         "permissionDecision": "a" + "sk"}}))
+                                         "permissionDecision": "ask",
+                                         "permissionDecisionReason": "may I write a?"}}))
 """
 
 
-def test_i16_3_a_hook_answering_ask_at_run_time_is_a_recorded_failure_naming_it(
+def test_i16_3_a_claude_hook_answering_ask_makes_the_run_wait_for_a_person(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("AGENTLOOM_STORE", raising=False)
@@ -205,14 +205,16 @@ def test_i16_3_a_hook_answering_ask_at_run_time_is_a_recorded_failure_naming_it(
                       "on_failure: deny, handler: {kind: command, format: claude-code, "
                       "command: python3 ask.py}}\n", encoding="utf-8")
 
-    out = cli.json("run", str(config), "write a", "--store", cli.store)
+    out = cli.json("run", str(config), "write a", "--store", cli.store, exit_code=3)
 
+    assert out["status"] == "waiting"
+    (call,) = out["waiting"]
+    assert call["question"] == "may I write a?"  # permissionDecisionReason
     shown = cli.json("runs", "show", out["run_id"], "--store", cli.store)
     (write,) = [o for o in shown["operations"] if o.get("call_id") == "c-w"]
-    assert write["status"] == "denied" and write["attempts"]["count"] == 0
+    assert write["phase"] == "awaiting_approval" and write["attempts"]["count"] == 0
     (row,) = write["hooks"]
-    assert (row["status"], row["decision"], row["on_failure"]) == ("failed", "deny", "deny")
-    assert "permissionDecision 'ask'" in row["reason"]
+    assert (row["status"], row["decision"]) == ("succeeded", "ask")
 
 
 def test_i16_3_import_write_appends_to_an_agents_existing_hooks_keeping_comments(
@@ -305,10 +307,8 @@ def test_i16_3_inexact_matchers_are_refused_naming_them(matcher: str, said: str)
     ({"type": "prompt", "prompt": "is this safe?"}, "hook type 'prompt' is not supported"),
     ({"type": "agent", "prompt": "x"}, "hook type 'agent' is not supported"),
     ({"type": "command", "command": "x", "async": True}, "field 'async' is not supported"),
-    ({"type": "command", "command": "echo '{\"permissionDecision\": \"ask\"}'"},
-     "answers permissionDecision 'ask'"),
 ])
-def test_i16_3_unsupported_hook_types_fields_and_ask_are_refused_at_import(
+def test_i16_3_unsupported_hook_types_and_fields_are_refused_at_import(
     tmp_path: Path, hook: dict[str, Any], said: str,
 ) -> None:
     settings = tmp_path / "settings.json"
@@ -318,16 +318,14 @@ def test_i16_3_unsupported_hook_types_fields_and_ask_are_refused_at_import(
         import_settings(settings)
 
 
-def test_i16_3_a_script_answering_ask_is_refused_at_import_naming_it(tmp_path: Path) -> None:
-    (tmp_path / "ask.py").write_text(textwrap.dedent('''\
-        import json
-        print(json.dumps({"hookSpecificOutput": {"permissionDecision": "ask"}}))
-    '''))
+def test_i16_3_a_script_answering_ask_imports_it_hands_the_call_to_a_person(
+        tmp_path: Path) -> None:
+    (tmp_path / "ask.py").write_text(ASK)
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [
         {"type": "command", "command": "python3 ask.py"}]}]}}))
-    with pytest.raises(ClaudeImportError, match=_re("ask.py answers permissionDecision 'ask'")):
-        import_settings(settings)
+    (hook,) = import_settings(settings).hooks
+    assert hook["handler"]["command"] == "python3 ask.py"
 
 
 def test_i16_3_an_alternation_matcher_imports_one_hook_per_capability(tmp_path: Path) -> None:
@@ -396,7 +394,6 @@ def test_i16_3_the_shim_reads_post_tool_use_block_as_a_deny_after_execution() ->
 
 
 @pytest.mark.parametrize(("out", "said"), [
-    ({"hookSpecificOutput": {"permissionDecision": "ask"}}, "permissionDecision 'ask'"),
     ({"hookSpecificOutput": {"permissionDecision": "defer"}}, "permissionDecision 'defer'"),
     ({"continue": False, "stopReason": "x"}, "continue: false"),
     ({"hookSpecificOutput": {"additionalContext": "x"}}, "'additionalContext'"),

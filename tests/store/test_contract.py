@@ -29,6 +29,10 @@ INJECTION = "x; DROP TABLE runs"
 # --- rows and helpers -----------------------------------------------------------------
 
 
+# the queue columns a row gets by default (schema v10)
+QUEUE_DEFAULTS = {"agent": None, "priority": 0, "release_id": None}
+
+
 def run_row(run_id: str = RUN, **overrides: Any) -> dict[str, Any]:
     row: dict[str, Any] = {
         "run_id": run_id,
@@ -330,6 +334,7 @@ def test_put_inserts_a_missing_row(store: Store) -> None:
         **run_row(status="queued"),
         "lease_owner": None,
         "lease_expires_at": None,
+        **QUEUE_DEFAULTS,
     }
 
 
@@ -341,6 +346,7 @@ def test_put_of_an_existing_key_updates_only_the_given_columns(store: Store) -> 
         "status": "done",
         "updated_at": 9.0,
         "lease_expires_at": None,
+        **QUEUE_DEFAULTS,
     }
 
 
@@ -604,7 +610,7 @@ def test_a_row_inserted_then_put_in_one_write_set_has_the_put_columns(store: Sto
          Put("runs", {"run_id": RUN, "lease_owner": "w"}))
     assert store.get("runs", {"run_id": RUN}) == {
         **run_row(status="running", updated_at=5.0), "lease_owner": "w",
-        "lease_expires_at": None}
+        "lease_expires_at": None, **QUEUE_DEFAULTS}
 
 
 def test_an_insert_if_absent_then_put_of_an_existing_row_updates_it(store: Store) -> None:

@@ -44,6 +44,7 @@ from agentloom.agent.config_parts import (
     think_params,
 )
 from agentloom.agent.failures import RecoveryPolicy
+from agentloom.agent.leases import WorkerSettings
 from agentloom.agent.output import OutputSpec
 from agentloom.agent.runtime import Runtime
 from agentloom.agent.spec import AgentSpec, Limits
@@ -115,6 +116,8 @@ def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None
                 max_steps=limits.max_steps,
                 max_total_tokens=limits.max_total_tokens,
                 max_tool_errors=limits.max_tool_errors,
+                approval_timeout_s=limits.approval_timeout_s,
+                approval_default=limits.approval_default,
             ),
             window=descriptor.window,
             output_limit=descriptor.output_limit,
@@ -200,7 +203,12 @@ def runtime_from_config(
                    keep_workspaces=config.workspace.keep,
                    recovery=RecoveryPolicy(max_failures=config.recovery.max_failures,
                                            backoff_s=config.recovery.backoff_s,
-                                           max_backoff_s=config.recovery.max_backoff_s))
+                                           max_backoff_s=config.recovery.max_backoff_s),
+                   workers=WorkerSettings(
+                       lease_ttl_s=config.workers.lease_ttl_s,
+                       takeover_grace_s=config.workers.takeover_grace_s,
+                       poll_s=config.workers.poll_s,
+                       max_concurrent_runs=dict(config.workers.max_concurrent_runs)))
     bind_skills(runtime, specs)
     return runtime
 

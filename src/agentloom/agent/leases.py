@@ -14,11 +14,37 @@ import os
 import socket
 import time
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
+from agentloom.store import Store
 from agentloom.store.records import RunRecord
 
-__all__ = ["holder_gone", "is_interrupted", "lease_left_s"]
+__all__ = ["TakeoverVerdict", "WorkerSettings", "holder_gone", "is_interrupted", "lease_left_s",
+           "takeover_verdict"]
+
+TakeoverVerdict = Literal["take", "wait", "suspend"]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    """How a configuration's runs are shared among workers (config ``workers:``,
+    docs/workers.md): the lease a holder takes and renews every third of ``lease_ttl_s``; how
+    long a takeover waits for the old holder's revocation receipt (``takeover_grace_s``); how
+    often an idle worker looks for work (``poll_s``); per agent, the most runs ``running`` at
+    once across all workers (``max_concurrent_runs``)."""
+
+    lease_ttl_s: float = 60.0
+    takeover_grace_s: float = 30.0
+    poll_s: float = 5.0
+    max_concurrent_runs: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.lease_ttl_s <= 0 or self.poll_s <= 0 or self.takeover_grace_s < 0:
+            raise ValueError("lease_ttl_s and poll_s must be positive, takeover_grace_s >= 0")
+        for agent, cap in self.max_concurrent_runs.items():
+            if cap < 1:
+                raise ValueError(f"max_concurrent_runs[{agent!r}] must be at least 1, got {cap}")
 
 
 def holder_gone(owner: str | None) -> bool:
@@ -57,3 +83,35 @@ def is_interrupted(run: RunRecord | Mapping[str, Any], now: float | None = None)
     if not record.running:
         return False
     return lease_left_s(record, now) <= 0 or holder_gone(record.lease_owner)
+
+
+def takeover_verdict(store: Store, run: RunRecord, grace_s: float,
+                     now: float | None = None) -> tuple[TakeoverVerdict, str]:
+    """May an interrupted run be taken over now (000 §7.2: the old holder's sandbox processes
+    confirmed gone first)? ``take`` when nobody held it, when its holder is a process of this
+    machine (or this very process) that is gone — its commands die with it: each command's
+    reaper kills its subtree when the runtime's end of their pipe closes — or when the holder
+    recorded a confirmed revocation receipt for its epoch (it let the run go). Otherwise the
+    holder may be alive (paused, cut off, on another machine): ``wait`` until
+    ``grace_s`` after its lease expired, then ``suspend`` — never a silent double run. The
+    second value says why."""
+    now = time.time() if now is None else now
+    owner = run.lease_owner
+    if not owner:
+        return "take", "nobody held it"
+    host, _, pid = owner.rpartition(":")
+    this_process = host == socket.gethostname() and pid == str(os.getpid())
+    if this_process or holder_gone(owner):
+        return "take", f"its holder {owner} is gone"
+    receipt = store.get("revocations", {"run_id": run.run_id, "lease_epoch": run.lease_epoch})
+    if receipt is not None and receipt["confirmed"]:
+        return "take", f"its holder {owner} confirmed its processes gone"
+    expired_for = -lease_left_s(run, now)
+    if expired_for < grace_s:
+        return "wait", (f"its holder {owner} (epoch {run.lease_epoch}) may still be alive: "
+                        f"waiting {grace_s - expired_for:.0f}s more for its revocation receipt "
+                        "(workers.takeover_grace_s)")
+    return "suspend", (f"its holder {owner} (epoch {run.lease_epoch}) left no revocation "
+                       f"receipt within workers.takeover_grace_s ({grace_s:g}s) after its lease "
+                       "expired: its sandbox processes may still be running, so the run was not "
+                       "taken over")

@@ -22,9 +22,9 @@ import hashlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -32,7 +32,13 @@ from agentloom.agent.controls import STOP, SUPPLEMENT, ControlState, record_cont
 from agentloom.agent.delegation import DelegationHandler, delegate_spec
 from agentloom.agent.events import RunEvent, run_events
 from agentloom.agent.failures import RecoveryPolicy, note_failure, retry_at
-from agentloom.agent.leases import holder_gone, is_interrupted, lease_left_s
+from agentloom.agent.leases import (
+    WorkerSettings,
+    holder_gone,
+    is_interrupted,
+    lease_left_s,
+    takeover_verdict,
+)
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop, initial_messages
 from agentloom.agent.owners import OwnerDeletion, delete_owner, parse_owner
 from agentloom.agent.quota import TokenQuota
@@ -46,6 +52,12 @@ from agentloom.agent.sessions import (
     turn_op,
 )
 from agentloom.agent.spec import AgentSpec
+from agentloom.approvals import (
+    ApprovalPending,
+    ApprovalRecord,
+    answer,
+    requeue_if_answered,
+)
 from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.cancel import CancelToken
 from agentloom.canonical import sorted_json
@@ -79,10 +91,19 @@ __all__ = ["RunError", "RunHandle", "RunResult", "Runtime", "SessionBusy"]
 log = logging.getLogger(__name__)
 _M = TypeVar("_M", bound=BaseModel)
 
-LEASE_TTL_S = 60.0
 POLL_S = 0.2
 MAX_TURN_TRIES = 20
 WORKDIR_POLL_S = 0.5
+
+
+RunResultStatus = TerminalRunStatus | Literal["waiting", "pending"]
+"""How a run left this process: ended (a terminal status), ``waiting`` for a person's answer,
+or ``pending`` — given back to the queue unfinished (its worker is stopping)."""
+
+
+class _RunReleased(Exception):
+    """Raised at a step boundary of a run whose worker is stopping: the run goes back to the
+    queue (``pending``) for another worker, from its last committed step."""
 
 
 class RunError(AgentLoomError):
@@ -109,7 +130,7 @@ class RunResult:
     of ``to_dict``."""
 
     run_id: str
-    status: TerminalRunStatus
+    status: RunResultStatus
     output: Any = None
     error: OperationError | None = None
     steps: int = 0
@@ -117,11 +138,17 @@ class RunResult:
     workspace: str | None = None
     """The host folder the run's files stay in after it (a bound ``workdir``, a session's
     folder, or a kept one); ``None`` when its folder was removed at its end."""
+    waiting: tuple[dict[str, Any], ...] = ()
+    """A ``waiting`` run's calls that wait for a person: ``operation_id``, ``capability``,
+    ``question``, ``deadline`` (answer with ``Runtime.approve`` / ``reject``)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "status": self.status, "output": self.output,
-                "error": self.error.to_dict() if self.error else None, "steps": self.steps,
-                "workspace": self.workspace}
+        out = {"run_id": self.run_id, "status": self.status, "output": self.output,
+               "error": self.error.to_dict() if self.error else None, "steps": self.steps,
+               "workspace": self.workspace}
+        if self.waiting:
+            out["waiting"] = [dict(w) for w in self.waiting]
+        return out
 
     def parsed(self, output_type: type[_M]) -> _M:
         """The structured output as an instance of ``output_type`` (a pydantic model; usually
@@ -148,6 +175,7 @@ class _Live:
     subscribers: list[asyncio.Queue[RunEvent | None]] = field(default_factory=list)
     task: asyncio.Task[RunResult] | None = None
     quota: TokenQuota | None = None  # the run tree's (the root agent's limit)
+    draining: bool = False  # give the run back to the queue at its next step boundary
 
     def emit(self, event: RunEvent) -> None:
         for queue in self.subscribers:
@@ -230,6 +258,7 @@ class Runtime:
         config_source: Mapping[str, Any] | None = None,
         workdir: Path | str | None = None,
         keep_workspaces: bool = False,
+        workers: WorkerSettings | None = None,
     ) -> None:
         """``hooks`` run in the order given: ``HookSpec``s (their ``handler.ref`` functions
         imported, or found in ``hook_functions``), functions decorated with
@@ -243,7 +272,8 @@ class Runtime:
         ``config_source`` (``Config.source()``: path, digest, snapshot) is recorded on every
         run it starts, so the run can be resumed from its file by id. ``workdir``: the
         folder every run works in by default (see ``start``); ``keep_workspaces``: a run's own
-        folder is kept after it ends (its path is ``RunResult.workspace``)."""
+        folder is kept after it ends (its path is ``RunResult.workspace``). ``workers``: the
+        lease TTL, takeover grace and per-agent caps of the run queue (``agent.worker``)."""
         if not agents:
             raise ConfigError("a runtime needs at least one agent")
         self.agents = {a.name: a for a in agents}
@@ -260,6 +290,7 @@ class Runtime:
         self.config_source = dict(config_source) if config_source else None
         self.workdir = workdir
         self.keep_workspaces = keep_workspaces
+        self.workers = workers or WorkerSettings()
         hook_list, functions = hook_specs(hooks, hook_functions)
         self.kernel = Kernel(store, hooks=hook_list, hook_functions=functions,
                              workspace_root=workspace_root, sandbox=sandbox_policy,
@@ -351,7 +382,7 @@ class Runtime:
             try:
                 lease = await self.kernel.start_run(
                     run_id=run_id, data=data, owner=owner, session_id=session,
-                    lease_ttl_s=LEASE_TTL_S, keep_workspace=self.keep_workspaces,
+                    lease_ttl_s=self.workers.lease_ttl_s, keep_workspace=self.keep_workspaces,
                     workdir=Path(folder) if folder is not None else None)
                 break
             except BaseException as exc:
@@ -420,13 +451,45 @@ class Runtime:
         if run.agent is None:
             raise RunError(f"run {run_id} records no agent, so no agent can resume it",
                            code="RUN_NOT_RESUMABLE")
+        if run.status == "waiting":
+            raise RunError(waiting_refusal(run), code="RUN_WAITING")
+        if run.status == "pending":  # queued: take it now, as a worker would
+            return await self.take(self.kernel.claim(
+                run_id, lease_ttl_s=self.workers.lease_ttl_s, only_if_expired=not force))
+        if run.status == "suspended" and not force and \
+                takeover_verdict(self.store, run, self.workers.takeover_grace_s)[0] != "take":
+            raise RunError(suspended_refusal(run), code="RUN_SUSPENDED")
+        if run.status == "running" and not force:
+            verdict, why = takeover_verdict(self.store, run, self.workers.takeover_grace_s)
+            if verdict == "wait":
+                raise RunError(f"run {run_id} was not taken over yet: {why}. Try again then, or "
+                               "take it over with --force (a call it has in flight may then run "
+                               "twice)", code="TAKEOVER_WAITING")
+            if verdict == "suspend":
+                await self._suspend(run, why)
+                raise RunError(suspended_refusal(get_run(self.store, run_id) or run),
+                               code="RUN_SUSPENDED")
         owner = OwnerRef(kind="agent", id=run.agent, space_id=self.space_id)
         view = None
         if run.session_id:
             view = open_session(self.store, run.session_id, owner, seen=run.session_seen)
-        lease = self.kernel.claim(run_id, lease_ttl_s=LEASE_TTL_S,
+        lease = self.kernel.claim(run_id, lease_ttl_s=self.workers.lease_ttl_s,
                                   only_if_expired=not (force or gone))
+        if run.status == "suspended":  # --force: this process goes on with it
+            await self.kernel.update_run(lease, {"status": "running"})
         return self._drive(lease, dict(run.data), view.history if view else ())
+
+    async def _suspend(self, run: RunRecord, why: str) -> None:
+        """Report an interrupted run ``suspended``: its takeover could not confirm the old
+        holder's processes gone. Fenced by the holder's epoch (a claim meanwhile wins); the
+        holder, if it lives on, marks it ``running`` again with its next lease renewal."""
+        facts = {"reason": why, "at": time.time(), "holder": run.lease_owner,
+                 "lease_epoch": run.lease_epoch}
+        try:
+            await self.kernel.suspend_run(RunLease(run.run_id, run.lease_epoch),
+                                          data={**run.data, "suspended": facts})
+        except FencedOut:
+            pass  # claimed meanwhile: it is someone's run again
 
     def in_flight(self, run_id: str) -> list[OperationRecord]:
         """The run's calls that started and have no outcome yet (what ``force`` may run
@@ -465,9 +528,14 @@ class Runtime:
         self.kernel.environment.reclaim_spools()  # output left by runtimes that died
         await self.kernel.environment.cleanup.retry_pending()  # cleanups that failed earlier
         now = time.time()
-        for run in runs(self.store, status="running"):
+        # a suspended run whose old holder is confirmed gone by now (it died, or recorded its
+        # receipt) is taken over like an interrupted one; the others wait for --force
+        suspended = [r for r in runs(self.store, status="suspended")
+                     if takeover_verdict(self.store, r, self.workers.takeover_grace_s,
+                                         now)[0] == "take"]
+        for run in [*runs(self.store, status="running"), *suspended]:
             run_id = run.run_id
-            if run_id in self._live or not is_interrupted(run, now):
+            if run_id in self._live or (run.running and not is_interrupted(run, now)):
                 continue
             if retry_at(run) > now:  # it failed lately: its back-off is not over
                 left.append((run_id, "BACKING_OFF"))
@@ -475,7 +543,8 @@ class Runtime:
             try:
                 taken.append(await self.resume(run_id))
             except (RunError, StoreError) as exc:
-                if exc.code not in ("RELEASE_CHANGED", "LEASE_HELD"):
+                if exc.code not in ("RELEASE_CHANGED", "LEASE_HELD", "TAKEOVER_WAITING",
+                                    "RUN_SUSPENDED"):
                     raise
                 left.append((run_id, exc.code))
         return taken, left
@@ -483,6 +552,110 @@ class Runtime:
     async def run(self, task: str, **kwargs: Any) -> RunResult:
         handle = await self.start(task, **kwargs)
         return await handle.result()
+
+    # -- the queue (agent.worker) -----------------------------------------------------------
+    async def submit(self, task: str, *, agent: str = "main", priority: int = 0,
+                     run_id: str | None = None) -> str:
+        """Put a run of ``agent`` on ``task`` in the queue and return its id at once: status
+        ``pending`` until a worker (``agent.worker.Worker``, ``agentloom worker``) claims it —
+        higher ``priority`` first, then the oldest. Its deadline counts from that claim."""
+        self._agent(agent)
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise RunError(f"priority must be a whole number, got {priority!r}",
+                           code="INVALID_PRIORITY")
+        data: dict[str, Any] = {
+            "agent": agent, "task": task, "release_id": self.release_id,
+            "catalog_version": self.catalog_version, "session_id": None,
+            "submitted_at": time.time()}
+        if self.config_source is not None:
+            data["config"] = self.config_source
+        owner = OwnerRef(kind="agent", id=agent, space_id=self.space_id)
+        return await self.kernel.submit_run(run_id=run_id, data=data, owner=owner,
+                                            priority=priority)
+
+    def claim_next(self, *, worker_cap: int) -> RunLease | None:
+        """Claim the next queued run of this release this process may hold (``worker_cap``:
+        the most it holds at once; the per-agent caps are ``workers.max_concurrent_runs``)."""
+        return self.kernel.claim_next(
+            agents=list(self.agents), release_id=self.release_id, worker_cap=worker_cap,
+            agent_caps=self.workers.max_concurrent_runs, lease_ttl_s=self.workers.lease_ttl_s)
+
+    async def take(self, lease: RunLease) -> RunHandle:
+        """Drive a run this process claimed from the queue (``claim_next``). Its first claim
+        gives it its workspace and its deadline; a run that was queued again (an answered
+        approval, a stopping worker) continues from its last committed step, its deadline
+        moved on by the time it waited."""
+        run = get_run(self.store, lease.run_id)
+        if run is None:
+            raise RunError(f"no run {lease.run_id!r} in this store", code="RUN_NOT_FOUND")
+        data = dict(run.data)
+        now = time.time()
+        owner = OwnerRef(**data["owner"]) if "owner" in data else \
+            OwnerRef(kind="agent", id=str(data.get("agent")), space_id=self.space_id)
+        if "deadline" not in data:  # its first claim
+            spec = self._agent(str(data.get("agent")))
+            folder = self.workdir
+            lease = await self.kernel.open_run_workspace(
+                lease, owner=owner, keep=self.keep_workspaces,
+                workdir=Path(folder) if folder is not None else None)
+            data.update(deadline=now + spec.limits.run_deadline_s, started_at=now)
+        waited = data.pop("waiting", None)
+        if isinstance(waited, dict) and isinstance(waited.get("since"), int | float):
+            data["deadline"] = float(data["deadline"]) + max(0.0, now - waited["since"])
+        await self.kernel.update_run(lease, {"data": data, "status": "running"})
+        return self._drive(lease, data, ())
+
+    def release_at_next_step(self, run_id: str) -> bool:
+        """Give a run this process drives back to the queue at its next step boundary (after
+        the current step's calls are committed); False when this process does not drive it."""
+        live = self._live.get(run_id)
+        if live is None:
+            return False
+        live.draining = True
+        return True
+
+    async def _wait_for_answer(self, live: _Live, pending: ApprovalPending) -> RunResult:
+        """A call asked a person (a hook answered ``ask``): the run waits — nobody holds it —
+        until every such call is answered, then it is queued again (``approvals``)."""
+        run_id = live.lease.run_id
+        calls = tuple({"operation_id": c.operation_id, "capability": c.capability_key,
+                       "question": c.question, "deadline": c.deadline} for c in pending.calls)
+        waiting = {"since": time.time(), "question": pending.question,
+                   "operation_ids": [c["operation_id"] for c in calls], "calls": list(calls)}
+        parked = await self._park(live, "waiting", {"waiting": waiting})
+        # an answer given before the run was ``waiting`` found it running: queue it now
+        if await requeue_if_answered(self.store, self.kernel.coordinator.commit, run_id):
+            return replace(parked, status="pending")
+        return replace(parked, waiting=calls)
+
+    async def approve(self, run_id: str, operation_id: str, *, reason: str | None = None,
+                      actor: str | None = None) -> ApprovalRecord:
+        """Answer yes to the call ``operation_id`` of the waiting run ``run_id``: when it is
+        issued again it runs. Once every waiting call of the run is answered, the run is
+        queued again and any worker resumes it (``resume`` does at once).
+
+        Raises:
+            ApprovalError: ``APPROVAL_NOT_FOUND`` / ``APPROVAL_ALREADY_ANSWERED``.
+        """
+        return await answer(self.store, self.kernel.coordinator.commit, run_id=run_id,
+                            operation_id=operation_id, approve=True, reason=reason, actor=actor)
+
+    async def reject(self, run_id: str, operation_id: str, *, reason: str | None = None,
+                     actor: str | None = None) -> ApprovalRecord:
+        """Answer no: the call ends ``denied_before_execution`` with ``reason`` and the model
+        is told so. See ``approve``."""
+        return await answer(self.store, self.kernel.coordinator.commit, run_id=run_id,
+                            operation_id=operation_id, approve=False, reason=reason,
+                            actor=actor)
+
+    async def _park(self, live: _Live, status: Literal["waiting", "pending"],
+                    facts: Mapping[str, Any] | None = None) -> RunResult:
+        """Let a run go without ending it: ``waiting`` for a person, or ``pending`` again in
+        the queue. Nobody holds it after this; its workspace stays."""
+        data = {**live.data, **(facts or {})}
+        await self.kernel.park_run(live.lease, status, data=data)
+        return RunResult(live.lease.run_id, status, None, None,
+                         workspace=self._kept_folder(live.lease.run_id))
 
     async def stop(self, run_id: str, reason: str = "stopped by user") -> None:
         """Stop a run: at once when this process drives it, else within one poll interval of
@@ -496,8 +669,15 @@ class Runtime:
         if live is not None:
             live.cancel.set(reason)
         await record_control(self.kernel.coordinator, run_id, STOP, {"reason": reason})
-        if live is None and is_interrupted(run):
-            lease = self.kernel.claim(run_id, lease_ttl_s=LEASE_TTL_S)
+        parked = run.status in ("pending", "waiting", "suspended")
+        if live is None and (parked or is_interrupted(run)):
+            try:  # a worker that claims it first sees the control and stops it itself
+                lease = self.kernel.claim(run_id, lease_ttl_s=self.workers.lease_ttl_s,
+                                          only_if_expired=parked)
+            except StoreError as exc:
+                if exc.code == "LEASE_HELD":
+                    return
+                raise
             await self._finish(lease, dict(run.data), LoopOutcome(
                 "cancelled", None, OperationError(code="RUN_STOPPED", category="cancelled",
                                                   message=reason)))
@@ -559,7 +739,8 @@ class Runtime:
         return self.kernel.invocation_context(
             live.lease, release_id=self.release_id, role=role, owner=owner,
             deadline=live.data["deadline"], retry=spec.retry, cancel=live.cancel,
-            invocation_id=invocation_id)
+            invocation_id=invocation_id, approval_timeout_s=spec.limits.approval_timeout_s,
+            approval_default=spec.limits.approval_default)
 
     def _drive(self, lease: RunLease, data: dict[str, Any], history: Sequence[Any]) -> RunHandle:
         live = _Live(lease, data, CancelToken(), ControlState(lease.run_id))
@@ -584,9 +765,16 @@ class Runtime:
                              messages=initial_messages(agent, live.data["task"], history),
                              quota=live.quota)
             outcome = await self.loop.run(inv, live.emit)
+            watcher.cancel()  # no renewal (which marks the run running) after its end commits
             result = await self._finish(live.lease, live.data, outcome)
             live.emit(RunEvent("run.finished", run_id, time.time(), result.to_dict()))
             return result
+        except _RunReleased:
+            watcher.cancel()
+            return await self._park(live, "pending")
+        except ApprovalPending as exc:
+            watcher.cancel()
+            return await self._wait_for_answer(live, exc)
         except FencedOut as exc:
             raise RunError(f"run {run_id} was taken over by another worker: {exc}",
                            code="LEASE_LOST") from exc
@@ -712,8 +900,8 @@ class Runtime:
                 live.controls.poll(self.store)
                 if live.controls.stop_reason and not live.cancel.is_set:
                     live.cancel.set(live.controls.stop_reason)
-                if time.time() - renewed > LEASE_TTL_S / 3:
-                    await self.kernel.renew_lease(live.lease, lease_ttl_s=LEASE_TTL_S)
+                if time.time() - renewed > self.workers.lease_ttl_s / 3:
+                    await self.kernel.renew_lease(live.lease, lease_ttl_s=self.workers.lease_ttl_s)
                     renewed = time.time()
             except FencedOut:
                 live.cancel.set("lease lost: another worker took this run over")
@@ -725,6 +913,8 @@ class Runtime:
         live = self._live.get(inv.ctx.run_id)
         if live is None:
             return []
+        if live.draining and turn == inv.steps:  # a turn's start: its previous calls committed
+            raise _RunReleased(inv.ctx.run_id)
         controls = live.controls
         if not controls.pending and turn not in controls.by_turn:
             return []
@@ -765,6 +955,28 @@ def _fenced_out(exc: BaseException) -> FencedOut | None:
 
 async def _wait(done: asyncio.Future[RunResult]) -> RunResult:
     return await done
+
+
+def suspended_refusal(run: RunRecord) -> str:
+    """Why a ``suspended`` run is not resumed, and the one way on."""
+    found = run.data.get("suspended")
+    reason = found.get("reason") if isinstance(found, dict) else None
+    return (f"run {run.run_id} is suspended: {reason or 'its old holder was not confirmed gone'}."
+            f" Only `agentloom runs resume {run.run_id} --force` goes on; a call its old holder "
+            "had in flight may then run twice (`runs show` lists them under "
+            "diagnosis.unknown_calls)")
+
+
+def waiting_refusal(run: RunRecord) -> str:
+    """Why a ``waiting`` run is not resumed, and how to answer it."""
+    found = run.data.get("waiting")
+    waiting: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    question = waiting.get("question") or "a call waits for approval"
+    ops = waiting.get("operation_ids") or []
+    op = ops[0] if ops else "OPERATION"
+    return (f"run {run.run_id} waits for a person's answer ({question}); answer it with "
+            f"`agentloom runs approve {run.run_id} {op}` or `agentloom runs reject "
+            f"{run.run_id} {op}`, then a worker resumes it")
 
 
 def list_runs(store: Store, limit: int = 50) -> list[dict[str, Any]]:

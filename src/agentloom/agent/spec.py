@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -49,6 +49,10 @@ class Limits:
     # not a JSON object or not matching the schema) before the invocation ends
     # TOOL_ERRORS_EXCEEDED (agent.tool_errors)
     max_tool_errors: int = 3
+    # a call a hook asked a person about waits this long for the answer (None: until answered),
+    # then gets ``approval_default`` (issue 17)
+    approval_timeout_s: float | None = None
+    approval_default: Literal["deny", "approve"] = "deny"
 
     def __post_init__(self) -> None:
         if self.run_deadline_s <= 0 or self.first_output_timeout_s <= 0:
@@ -59,6 +63,11 @@ class Limits:
             raise ValueError("max_total_tokens must be at least 1")
         if self.max_tool_errors < 1:
             raise ValueError("max_tool_errors must be at least 1")
+        if self.approval_timeout_s is not None and self.approval_timeout_s <= 0:
+            raise ValueError("approval_timeout_s must be positive")
+        if self.approval_default not in ("deny", "approve"):
+            raise ValueError(f"approval_default must be deny or approve, "
+                             f"got {self.approval_default!r}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,7 +5,9 @@ observations.
   routing-error *result* (never a hang); a second owner is a registration error.
 * ``request_many``: each item keeps its own identity and status, runs with bounded
   concurrency, and results come back in request order; one denial or failure never
-  drops the others.
+  drops the others. A member that waits for a person (a hook answered ``ask``) does not
+  either: the others run to their envelopes, then ``ApprovalPending`` names the waiting
+  member(s) and carries the others' envelopes.
 * Observations: any number of subscribers; their return values and exceptions never
   change a result.
 
@@ -23,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agentloom.approvals import ApprovalPending
 from agentloom.catalog import CapabilitySpec
 from agentloom.errors import AgentLoomError, ErrorCategory, OperationError, RegistrationError
 from agentloom.ids import new_id
@@ -192,7 +195,14 @@ class EventBus:
         *,
         concurrency: int = 4,
     ) -> list[OperationResult]:
-        """Run a batch with at most ``concurrency`` members in flight; results in request order."""
+        """Run a batch with at most ``concurrency`` members in flight; results in request order.
+
+        Raises:
+            BatchError: a member hit a runtime failure (after every member settled).
+            ApprovalPending: no member failed so, and some wait for a person: ``calls`` names
+                each (in request order), ``results`` holds every member's envelope (None
+                for a waiting one).
+        """
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         semaphore = asyncio.Semaphore(concurrency)
@@ -208,17 +218,23 @@ class EventBus:
         settled = await asyncio.gather(*(one(i) for i in items), return_exceptions=True)
         results: list[OperationResult | None] = []
         errors: list[BaseException] = []
+        waiting: list[ApprovalPending] = []
         for outcome in settled:
             if isinstance(outcome, OperationResult):
                 results.append(outcome)
+                continue
+            results.append(None)
+            if isinstance(outcome, ApprovalPending):
+                waiting.append(outcome)
             else:
-                results.append(None)
                 errors.append(outcome)
         if errors:
             for error in errors:
                 if not isinstance(error, Exception):
                     raise error
-            raise BatchError(results, errors)
+            raise BatchError(results, [*errors, *waiting])
+        if waiting:
+            raise ApprovalPending([c for w in waiting for c in w.calls], results)
         return [r for r in results if r is not None]
 
 

@@ -34,12 +34,13 @@ from agentloom.agent import RunError
 from agentloom.cli.jsonl import JsonlCorrupt
 from agentloom.errors import AgentLoomError, ConfigError, redact_secrets
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "CliFailure", "Failure", "UsageFailure",
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "EXIT_WAITING", "CliFailure", "Failure", "UsageFailure",
            "describe", "is_store_driver_error"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_WAITING = 3  # the run waits for a person's answer (runs approve / reject), not ended
 
 USAGE_RUN_CODES = frozenset({"RUN_NOT_FOUND", "RUN_NOT_RUNNING", "RELEASE_CHANGED"})
 STORE_DRIVERS = frozenset({"sqlite3", "psycopg", "psycopg2", "psycopg_pool"})

@@ -1,6 +1,6 @@
-"""The ``agentloom`` command (typer): ``run``, ``runs list|show|events|resume|stop|supplement``,
-``worker``, ``cleanup``, ``owners delete`` (``cli/owners.py``), ``init``. Every command takes
-``--json``; docs/cli.md is the reference.
+"""The ``agentloom`` command (typer): ``run``, ``submit`` and ``workers list`` (``cli/queue.py``),
+``runs list|show|events|resume|stop|supplement``, ``worker``, ``cleanup``, ``owners delete``
+(``cli/owners.py``), ``init``. Every command takes ``--json``; docs/cli.md is the reference.
 
 Output discipline: with ``--json`` stdout holds exactly one JSON value and nothing else; logs,
 warnings and error messages always go to stderr. Exit codes are in ``cli.errors``. A command
@@ -26,7 +26,7 @@ from agentloom.agent.configured import runtime_from_config
 from agentloom.agent.controls import STOP, SUPPLEMENT, send_control
 from agentloom.agent.leases import is_interrupted
 from agentloom.cli import render
-from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, UsageFailure
+from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_WAITING, UsageFailure
 from agentloom.cli.hooks import hooks_app
 from agentloom.cli.jsonl import append_jsonl
 from agentloom.cli.live import drive, run_sync
@@ -41,6 +41,7 @@ from agentloom.cli.output import (
     warn_unconfirmed,
 )
 from agentloom.cli.owners import owners_app
+from agentloom.cli.queue import approve, reject, submit, workers_app
 from agentloom.cli.scaffold import scaffold
 from agentloom.cli.skills import skills_app
 from agentloom.cli.stores import open_existing_store, resolve_store_url
@@ -64,6 +65,10 @@ app.add_typer(owners_app, name="owners")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(skills_app, name="skills")
 app.add_typer(hooks_app, name="hooks")
+app.add_typer(workers_app, name="workers")
+app.command()(submit)
+runs_app.command("approve")(approve)
+runs_app.command("reject")(reject)
 
 
 def _print_version(value: bool) -> None:
@@ -137,7 +142,7 @@ def _finish(result: RunResult, agent: str | None, as_json: bool, store_url: str 
         render.print_result(stdout_console(), result)
         if result.workspace is not None:
             say(stdout_console(), f"\nFiles: {result.workspace}")
-        elif hint:
+        elif hint and result.status not in ("waiting", "pending"):
             say(stdout_console(), "\nThe run's folder was removed when it ended; keep its files "
                 "with --workdir PATH (a folder of yours), --session ID, or workspace.keep: true")
         if hint and store_url is not None:  # the password, if any, stays with the user
@@ -145,6 +150,8 @@ def _finish(result: RunResult, agent: str | None, as_json: bool, store_url: str 
             say(stdout_console(), "\nEvery call is recorded. See them with:\n"
                 f"  agentloom runs show {result.run_id}{where}\n"
                 f"  agentloom runs events {result.run_id}{where}")
+    if result.status in ("waiting", "pending"):
+        raise typer.Exit(EXIT_WAITING)
     raise typer.Exit(EXIT_OK if result.status == "succeeded" else EXIT_FAILED)
 
 
@@ -294,15 +301,16 @@ def runs_resume(
     if run is None:
         raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
     runtime = runtime_from_config(load_config(config or _recorded_config(run)), store=url)
-    if force and run.status == "running":
+    if force and run.status in ("running", "suspended"):
         doubled = runtime.in_flight(run_id)
-        if doubled and not is_interrupted(run):
+        if doubled and (run.status == "suspended" or not is_interrupted(run)):
             calls = ", ".join(f"{op.capability_key} (op {op.operation_id}, {op.phase})"
                               for op in doubled)
             say(stderr_console(), f"warning: taking run {run_id} over from "
                 f"{run.lease_owner}, which may still be running: {calls} may run twice")
     result = run_sync(drive(runtime, lambda: runtime.resume(run_id, force=force),
-                            as_json=as_json, live=run.status == "running"))
+                            as_json=as_json,
+                            live=run.status in ("running", "suspended", "pending")))
     _finish(result, run.agent, as_json, url, hint=False)
 
 
@@ -324,19 +332,28 @@ def _recorded_config(run: RunRecord) -> Path:
 @app.command()
 def worker(
     config: Annotated[Path, typer.Argument(
-        metavar="CONFIG", help="The config the runs were started with.", show_default=False)],
+        metavar="CONFIG", help="The config the runs were started or submitted with.",
+        show_default=False)],
+    concurrency: Annotated[int, typer.Option(
+        "--concurrency", "-n", metavar="N", min=1,
+        help="The most runs this worker drives at once.")] = 1,
     once: Annotated[bool, typer.Option(
-        "--once", help="One sweep: resume what is interrupted now, wait for those runs, exit.")] = False,
-    poll: Annotated[float, typer.Option(
-        "--poll", metavar="SECONDS", min=0.1, help="Seconds between sweeps.")] = 5.0,
+        "--once", help="Take what may be taken now (queued and interrupted runs), wait for "
+        "those runs, exit.")] = False,
+    poll: Annotated[float | None, typer.Option(
+        "--poll", metavar="SECONDS", min=0.1,
+        help="The longest idle wait between looks for work (default: workers.poll_s; "
+        "PostgreSQL wakes a worker at once when a run is queued).")] = None,
     store: BesideStoreOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Resume the runs whose process died (status running, lease expired) and finish them.
+    """Drive the queued runs (agentloom submit) and the runs whose process died, until stopped.
 
-    Runs a live process drives are never taken; runs started with another configuration are
-    left (and named). Ctrl-C / SIGTERM stops sweeping after the runs in flight finish. Exit 0
-    when every run it finished succeeded, 1 otherwise.
+    Claims take the highest priority first, then the oldest, at most N at once, within each
+    agent's workers.max_concurrent_runs across all workers. Runs a live process drives are never
+    taken; runs of another configuration are left. Ctrl-C / SIGTERM gives each run back to the
+    queue at its next step and exits (a second signal quits at once). Exit 0 when every run it
+    drove to an end succeeded, 1 otherwise.
     """
     setup_logging()
     cfg = load_config(config)
@@ -353,16 +370,18 @@ def worker(
         say(stderr_console(), f"left run {run_id}: {_LEFT.get(why, why)}")
 
     if not as_json:
-        say(stderr_console(), f"worker on {redact_secrets(str(runtime.store_url))}: ",
-            "one sweep" if once else f"a sweep every {poll:g}s")
-    report = asyncio.run(work(runtime, once=once, poll_s=poll, on_finished=finished,
-                              on_left=left))
+        say(stderr_console(), f"worker {runtime.kernel.worker_id} on "
+            f"{redact_secrets(str(runtime.store_url))}: up to {concurrency} run(s) at once",
+            ", until the queue is empty" if once else "")
+    report = asyncio.run(work(runtime, once=once, poll_s=poll, concurrency=concurrency,
+                              on_finished=finished, on_left=left))
     if as_json:
         print_json({"resumed": [r.to_dict() for r in report.finished],
+                    "claimed": report.claimed,
                     "left": [{"run_id": k, "reason": v} for k, v in report.left.items()]})
     elif not report.finished:
-        say(stdout_console(), "no interrupted run to resume")
-    ok = all(r.status == "succeeded" for r in report.finished)
+        say(stdout_console(), "no run to drive")
+    ok = all(r.status in ("succeeded", "waiting", "pending") for r in report.finished)
     raise typer.Exit(EXIT_OK if ok else EXIT_FAILED)
 
 

@@ -25,6 +25,7 @@ from rich.text import Text
 
 from agentloom.agent import RunEvent, RunResult
 from agentloom.agent.spec import DELEGATE_PREFIX
+from agentloom.cli.diagnosis import diagnosis_lines
 from agentloom.cli.terminal import plain, printable
 from agentloom.cli.views import USAGE_FIELDS, excerpt
 
@@ -155,6 +156,16 @@ def print_result(console: Console, result: RunResult) -> None:
     if result.error is not None:
         console.print(plain(f"{result.error.code}: {result.error.message}", "red"),
                       highlight=False, soft_wrap=True)
+    for call in result.waiting:
+        console.print(plain(
+            f"waits for a person: {call['capability']} (op {call['operation_id']}): "
+            f"{call['question']}\n  answer with: agentloom runs approve {result.run_id} "
+            f"{call['operation_id']}  (or runs reject … --reason TEXT); then a worker resumes "
+            "it (agentloom worker CONFIG, or agentloom runs resume RUN_ID)", "yellow"),
+            highlight=False, soft_wrap=True)
+    if result.status == "pending":
+        console.print(plain("given back to the queue: a worker resumes it from its last step",
+                            "yellow"), highlight=False)
 
 
 def print_runs(console: Console, runs: list[dict[str, Any]]) -> None:
@@ -210,6 +221,8 @@ def print_run_detail(console: Console, run: dict[str, Any]) -> None:
             f"attempt(s)); agentloom worker tries again after {_when(cleanup['next_try'])}, "
             f"agentloom cleanup at once: {_short(cleanup['last_error'])}", "yellow"),
             highlight=False)
+    for line in diagnosis_lines(run["diagnosis"]) if run.get("diagnosis") else ():
+        console.print(plain(f"  {line}", "cyan"), highlight=False)
     console.print(Text(f"\n{len(run['operations'])} operation(s)", style="bold"))
     for i, op in enumerate(run["operations"], start=1):
         console.print(_operation(i, op), soft_wrap=True)

@@ -26,6 +26,7 @@ from typing import Any
 from agentloom.agent.events import envelope_status, stored_response, summary_of
 from agentloom.agent.leases import is_interrupted
 from agentloom.agent.spec import DELEGATE_PREFIX
+from agentloom.cli.diagnosis import diagnose
 from agentloom.pipeline.records import OperationState
 from agentloom.results import ToolResult
 from agentloom.store import Store
@@ -61,9 +62,10 @@ def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
         return None
     # a damaged row is shown as it is stored, like the run's own row
     details = [operation_detail(store, op) for op in operations(store, run_id, lenient=True)]
+    status = "interrupted" if is_interrupted(run) else run.stored_status
     return {
         "run_id": run_id,
-        "status": "interrupted" if is_interrupted(run) else run.stored_status,
+        "status": status,
         "agent": run.agent,
         "task": run.task,
         "session_id": run.session_id,
@@ -81,6 +83,8 @@ def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
         **_run_totals(run, details),
         "warnings": run_warnings(details),
         "cleanup": cleanup_detail(store, run_id),
+        # for a run that has not ended: who holds it, what it waits for, what comes next
+        "diagnosis": diagnose(store, run, status, details) if run.known_status else None,
         "operations": details,
     }
 

@@ -246,6 +246,11 @@ class LimitsConfig(_Strict):
     """Model turns in a row whose every tool call could not run (a tool that was not offered,
     arguments that are not a JSON object or do not match the schema) before the invocation
     ends ``TOOL_ERRORS_EXCEEDED``."""
+    approval_timeout_s: StrictFloat | None = Field(default=None, gt=0)
+    """How long a call a hook asked a person about (``decision: ask``) waits for the answer;
+    then ``approval_default`` applies. None: it waits until answered."""
+    approval_default: Literal["deny", "approve"] = "deny"
+    """The answer a call gets when its ``approval_timeout_s`` passes unanswered."""
 
 
 class HookMatchConfig(_Strict):
@@ -543,6 +548,29 @@ class RecoveryConfig(_Strict):
         return self
 
 
+class WorkersConfig(_Strict):
+    """``workers:`` — how the runs of this configuration are shared among worker processes
+    (``agentloom worker``, docs/workers.md). Not part of the release: changing it never
+    keeps a run from being resumed."""
+
+    lease_ttl_s: StrictFloat = Field(default=60.0, gt=0)
+    """A holder's lease on a run; it renews it every third of this while it drives the run."""
+    takeover_grace_s: StrictFloat = Field(default=30.0, ge=0)
+    """After a lease expired, how long a worker waits for the old holder's revocation receipt
+    (its sandbox processes are gone) before it reports the run ``suspended`` instead."""
+    poll_s: StrictFloat = Field(default=5.0, gt=0)
+    """An idle worker looks for work at least this often (PostgreSQL wakes it at once)."""
+    max_concurrent_runs: dict[str, StrictInt] = Field(default_factory=dict)
+    """Per agent: at most this many of its runs are ``running`` at once, across all workers."""
+
+    @model_validator(mode="after")
+    def _caps_positive(self) -> WorkersConfig:
+        for agent, cap in self.max_concurrent_runs.items():
+            if cap < 1:
+                raise ValueError(f"max_concurrent_runs.{agent} must be at least 1, got {cap}")
+        return self
+
+
 class Config(_Strict):
     """A whole configuration file (format 1), validated.
 
@@ -561,6 +589,7 @@ class Config(_Strict):
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     recovery: RecoveryConfig = Field(default_factory=RecoveryConfig)
+    workers: WorkersConfig = Field(default_factory=WorkersConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     """MCP servers whose tools agents list as ``mcp.<server>.<tool>`` and ``kind: mcp`` hooks call
     (docs/mcp.md, docs/hooks.md)."""
@@ -648,6 +677,12 @@ def cross_problems(config: Config) -> list[Problem]:
                 problems.append(Problem(key_path((section, name)),
                                         "a name must start with a letter and hold only letters, digits, "
                                         "'_' or '-' (at most 58 characters); rename it"))
+    for agent_name in config.workers.max_concurrent_runs:
+        if agent_name not in config.agents:
+            problems.append(Problem(key_path(("workers", "max_concurrent_runs", agent_name)),
+                                    f"no agent {agent_name!r} is defined; "
+                                    f"{did_you_mean(agent_name, list(config.agents))}"
+                                    f"agents: {', '.join(sorted(config.agents))}"))
     hook_ids: dict[str, str] = {}
     for name, agent in config.agents.items():
         at = key_path(("agents", name))

@@ -1,8 +1,12 @@
-"""Hook decisions and outcomes (000 §5.1).
+"""Hook decisions and outcomes (000 §5.1, §5.2).
 
 A hook returns a ``HookDecision`` — or a mapping with the same fields. The
 control decision and the patches are validated *separately*: a valid deny stands
 even when its patch is invalid.
+
+``ask`` hands the call to a person (issue 17): valid from a before-hook of a tool, model or
+delegation call only (``may_ask``), its ``reason`` the question shown; the pipeline records
+the call as waiting for an answer (``agentloom.approvals``) and runs nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from agentloom.hooks.patch import (
     parse_payload_patch,
 )
 
-Decision = Literal["allow", "deny"]
+Decision = Literal["allow", "deny", "ask"]
+ASK_EVENTS = frozenset({"tool", "model", "delegation"})
+"""The event types whose before-hooks may answer ``ask``."""
 ExecutionStatus = Literal[
     "succeeded", "failed", "timed_out", "invalid", "abandoned", "indeterminate"
 ]
@@ -39,9 +45,15 @@ def could_not_decide(status: ExecutionStatus) -> bool:
             assert_never(status)
 
 
+def may_ask(timing: str, event_type: str) -> bool:
+    """Whether a hook at ``timing`` of an ``event_type`` call may answer ``ask``."""
+    return timing == "before" and event_type in ASK_EVENTS
+
+
 @dataclass(frozen=True, slots=True)
 class HookDecision:
-    """What a Python hook returns: ``allow`` or ``deny``, an optional ``reason``, and optional
+    """What a Python hook returns: ``allow``, ``deny`` or ``ask`` (a before-hook hands the call
+    to a person; ``reason`` is the question), an optional ``reason``, and optional
     ``payload_patch`` (JSON Patch on the call's payload or result) and ``context_patch``
     (changes to other context records). A plain dict of the same shape is accepted too.
 
@@ -60,6 +72,12 @@ class HookDecision:
     def deny(cls, reason: str, **kwargs: Any) -> HookDecision:
         return cls("deny", reason=reason, **kwargs)
 
+    @classmethod
+    def ask(cls, question: str | None = None, **kwargs: Any) -> HookDecision:
+        """Hand the call to a person with ``question`` (a default question naming the tool
+        when None); a patch beside it changes what the person is asked to approve."""
+        return cls("ask", reason=question, **kwargs)
+
 
 @dataclass(frozen=True, slots=True)
 class HookOutcome:
@@ -72,8 +90,8 @@ class HookOutcome:
 
 class InvalidDecision(AgentLoomError):
     """A hook returned no valid control decision (an unknown field, a decision other than
-    ``allow`` / ``deny``, a reason that is not a string). The hook failed: fail-open for that
-    hook only (000 §5)."""
+    ``allow`` / ``deny`` / ``ask``, a reason that is not a string, ``ask`` where it is not
+    allowed). The hook failed: fail-open for that hook only (000 §5)."""
 
     default_code = "HOOK_DECISION_INVALID"
     default_category: ErrorCategory = "validation"
@@ -116,8 +134,10 @@ def parse_decision(raw: Any) -> ParsedDecision:
             decision = "allow"
         case "deny":
             decision = "deny"
+        case "ask":
+            decision = "ask"
         case other:
-            raise InvalidDecision(f"decision must be 'allow' or 'deny', got {other!r}")
+            raise InvalidDecision(f"decision must be 'allow', 'deny' or 'ask', got {other!r}")
     reason = fields.get("reason")
     if reason is not None and not isinstance(reason, str):
         raise InvalidDecision("reason must be a string")

@@ -1,13 +1,16 @@
 """One physical Attempt: the handler called once with the frozen request, bounded by the
 run deadline and the stop signal, its outcome turned into a ``ToolResult`` — never an
 exception, never a success it did not report, and never text a store cannot hold
-(``results.storable_result``)."""
+(``results.storable_result``). One exception passes: a recoverable handler (a delegation)
+whose own call waits for a person raises ``ApprovalPending``, and is run again, replaying
+its calls, when it is issued again."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
+from agentloom.approvals import ApprovalPending
 from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.cancel import CancelToken
 from agentloom.errors import OperationError
@@ -61,6 +64,10 @@ async def run_attempt(handler: CapabilityHandler, request: CapabilityRequest,
         return _handler_exception(request.capability_key, exc)
     except GeneratorExit:
         raise  # the coroutine itself is being closed
+    except ApprovalPending as exc:
+        if handler.recoverable:
+            raise  # it waits with the call it made; resumed, it replays its calls
+        return _handler_exception(request.capability_key, exc)
     except BaseException as exc:  # SystemExit, KeyboardInterrupt, ... the handler's own
         return _handler_exception(request.capability_key, exc)
     finally:

@@ -4,6 +4,8 @@
 
     intent saved ─► before-hooks (each decision + change set + cursor committed)
        │ deny ─────────────────────────────► denied_before_execution (no Attempt)
+       │ ask ─► awaiting_approval ─► ApprovalPending; issued again: by the answer
+       │        (``pipeline.approval``) ─► denied_before_execution, or on ▼
        ▼
     final checks (catalog version, schema, deadline, stop) ─► frozen request
        ▼
@@ -34,7 +36,7 @@ from agentloom.context.manager import call_record_id
 from agentloom.errors import CatalogError, OperationError, RevisionConflict
 from agentloom.hooks.manager import EndedBy
 from agentloom.hooks.spec import HookSpec
-from agentloom.pipeline import crashpoints
+from agentloom.pipeline import approval, crashpoints
 from agentloom.pipeline.attempt import run_attempt, sleep_unless_cancelled
 from agentloom.pipeline.chain import HookChain
 from agentloom.pipeline.context import Request
@@ -92,6 +94,8 @@ class Call:
             denied = await before.run()
             if denied is not None:
                 return denied
+            if state.phase == "awaiting_approval":
+                raise approval.pending(self)
             ops = []
         return await self.execute(ops)
 
@@ -102,7 +106,11 @@ class Call:
             denied = await HookChain.recorded(self, "before").resume()
             if denied is not None:
                 return denied
+            if state.asks:  # the wait is committed with the chain's last decision
+                raise approval.pending(self)
             return await self.execute([])
+        if state.phase == "awaiting_approval":
+            return await approval.answered(self)
         if state.phase == "attempt_started":
             if self.handler.recoverable:
                 # A recoverable handler (a delegation) is itself made of durable calls: running

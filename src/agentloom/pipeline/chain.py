@@ -2,7 +2,10 @@
 
 Each hook runs on a read-only event; its decision and normalised change set are
 validated, applied and committed with the advanced cursor before the next hook
-runs. A deny ends the chain. A patch may change only what the hook point's versioned
+runs. A deny ends the chain. An ``ask`` (a before-hook of a tool, model or delegation call;
+anywhere else it is an invalid decision) is recorded and the chain goes on: when it ends
+without a deny, the call waits for a person, its wait committed with the last hook's
+decision (``pipeline.approval``). A patch may change only what the hook point's versioned
 writable-field schema allows (``hooks.fields``; its version is recorded on every row): a model
 request's messages are never removed, moved or re-fielded, and an edit of one is recorded, in
 the same commit, as the next revision of that message's context record by its stable id, so
@@ -31,12 +34,15 @@ from typing import TYPE_CHECKING, Any
 
 from agentloom.context.manager import MessageEdit, call_record_id, message_record_id
 from agentloom.errors import CatalogError, RevisionConflict
+from agentloom.hooks.decision import may_ask
 from agentloom.hooks.fields import FIELDS_VERSION, check_model_ops, writable_paths
+from agentloom.hooks.manager import HookRun
 from agentloom.hooks.patch import CallRecord, ChangeSet, PatchInvalid, apply_ops, normalise
 from agentloom.hooks.shapes import check_payload, check_result, check_window
 from agentloom.hooks.spec import FAILURE_STATUSES, HookSpec, Timing
 from agentloom.limits import current_window
 from agentloom.pipeline import crashpoints
+from agentloom.pipeline.approval import awaiting_ops, default_question
 from agentloom.pipeline.records import hook_row
 from agentloom.results import OperationResult, ToolResult
 from agentloom.store.ports import Op
@@ -87,7 +93,8 @@ class HookChain:
             hook = self.hooks[position]
             event = self._event()
             ctx = call.request.context
-            run = await manager.run(hook, event, cancel=ctx.cancel, deadline=ctx.deadline)
+            run = self._refuse_misplaced_ask(
+                await manager.run(hook, event, cancel=ctx.cancel, deadline=ctx.deadline), hook)
             record: dict[str, Any] = {
                 "hook_id": hook.hook_id, "config_version": manager.version,
                 "input_version": state.payload_version, "status": run.status,
@@ -130,6 +137,9 @@ class HookChain:
                     self._warn(record)
                 if parsed.decision == "deny":
                     return await call.deny(hook, position, timing, record)
+                if parsed.decision == "ask":
+                    record["reason"] = parsed.reason or default_question(call)
+                    state.asks.append({"hook_id": hook.hook_id, "question": record["reason"]})
             snapshot = (state.payload, state.payload_version, state.call_revision, state.result)
             accepted: list[Op] = []
             if new_doc is not None and not changes.empty:
@@ -175,6 +185,26 @@ class HookChain:
         return await self.run(position)
 
     # -- steps -------------------------------------------------------------------------------
+    def _next(self, position: int) -> list[Op]:
+        """What is committed with a hook's decision besides it: the next hook's start, or at
+        the end of a before chain in which a hook asked, the call's wait for a person."""
+        if position < len(self.hooks):
+            return [self.started(position)]
+        if self.timing == "before" and self.call.state.asks:
+            return awaiting_ops(self.call)
+        return []
+
+    def _refuse_misplaced_ask(self, run: HookRun, hook: HookSpec) -> HookRun:
+        """``ask`` is a before-hook's answer on a tool, model or delegation call only;
+        anywhere else it is no valid decision (the hook's status ``invalid``)."""
+        event_type = self.call.request.event_type
+        if run.decision is None or run.decision.decision != "ask" \
+                or may_ask(self.timing, event_type):
+            return run
+        return HookRun("invalid", None, f"hook {hook.hook_id!r} answered 'ask', which only a "
+                       "before-hook of a tool, model or delegation call may; this is an "
+                       f"{self.timing}-hook of a {event_type} call")
+
     def _warn(self, record: dict[str, Any]) -> None:
         """Announce a hook that failed, could not decide or had its patch dropped
         (``hook.warning``: the CLI prints one line for it while the run goes on)."""
@@ -216,9 +246,8 @@ class HookChain:
         state.cursor = {"timing": self.timing, "position": next_position}
         ops: list[Op] = [*extra, hook_row(state.operation_id, self.timing, position,
                                           hook_id=self.hooks[position].hook_id, status=status,
-                                          data=record, decision=record.get("decision"))]
-        if next_position < len(self.hooks):
-            ops.append(self.started(next_position))
+                                          data=record, decision=record.get("decision")),
+                         *self._next(next_position)]
         await self.call.commit([state.row(), *ops])
 
     def _prepare_changes(
@@ -316,9 +345,8 @@ class HookChain:
                   "cursor": position + 1}
         state.cursor = {"timing": self.timing, "position": position + 1}
         ops: list[Op] = [hook_row(state.operation_id, self.timing, position,
-                                  hook_id=hook.hook_id, status="indeterminate", data=record)]
-        if position + 1 < len(self.hooks):
-            ops.append(self.started(position + 1))
+                                  hook_id=hook.hook_id, status="indeterminate", data=record),
+                         *self._next(position + 1)]
         await self.call.commit([state.row(), *ops])
         self._warn(record)
         return position + 1

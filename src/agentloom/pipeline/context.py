@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from agentloom.cancel import CancelToken
 from agentloom.catalog import ResolvedCatalog
@@ -43,6 +43,10 @@ class InvocationContext:
     # A model call's: the scope of its invocation's message records, where a before-hook's
     # lasting edits of the request's messages are recorded (000 §5.3; hooks.fields)
     message_scope: str | None = None
+    # A call a before-hook hands to a person (``ask``): how long the person has (None: no
+    # deadline) and the answer that applies when it passes (``approvals.expire_due``)
+    approval_timeout_s: float | None = None
+    approval_default: Literal["deny", "approve"] = "deny"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

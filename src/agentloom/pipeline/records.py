@@ -24,6 +24,7 @@ __all__ = [
 PHASES = (
     "intent_saved",
     "hooks_before",
+    "awaiting_approval",
     "attempt_started",
     "raw_saved",
     "hooks_after",
@@ -62,6 +63,9 @@ class OperationState:
     chain: dict[str, list[str]] = field(default_factory=lambda: {"before": [], "after": []})
     hooks_version: str = ""
     cursor: dict[str, Any] | None = None
+    # the before-hooks that answered ``ask`` (hook id, question), in chain order: when the
+    # chain ends without a deny, the call waits for a person (``pipeline.approval``)
+    asks: list[dict[str, str]] = field(default_factory=list)
     attempts: int = 0
     raw: dict[str, Any] | None = None
     result: dict[str, Any] | None = None
@@ -120,6 +124,7 @@ class OperationState:
                     "chain": self.chain,
                     "hooks_version": self.hooks_version,
                     "cursor": self.cursor,
+                    "asks": self.asks or None,
                     "attempts": self.attempts,
                     "raw": self.raw,
                     "result": self.result,
@@ -157,6 +162,7 @@ class OperationState:
             chain=data["chain"],
             hooks_version=data.get("hooks_version", ""),
             cursor=data.get("cursor"),
+            asks=list(data.get("asks") or []),
             attempts=data["attempts"],
             raw=loaded["raw"],
             result=loaded["result"],

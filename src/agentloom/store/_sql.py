@@ -10,13 +10,25 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from agentloom.canonical import canonical_json
 from agentloom.errors import FencedOut, RevisionConflict, StoreError
 from agentloom.store._readonly import RefusingWriter, check_version, not_found
-from agentloom.store.ports import Delete, Fence, Insert, Op, Put, WriteOp, WriteSet, lease_held
+from agentloom.store.ports import (
+    Claimed,
+    Delete,
+    Fence,
+    Insert,
+    Op,
+    Put,
+    QueueListener,
+    WriteOp,
+    WriteSet,
+    lease_held,
+)
+from agentloom.store.queue import ClaimRequest, SleepingListener, claim_request
 from agentloom.store.schema import MIGRATIONS, Table, table
 
 
@@ -357,6 +369,38 @@ class SqlStore:
                 raise lease_held(run_id)
             raise StoreError(f"run {run_id} does not exist", code="RUN_NOT_FOUND")
         return int(row[0])
+
+    def claim_next(self, worker_id: str, ttl_s: float, *, agents: Collection[str],
+                   worker_cap: int, agent_caps: Mapping[str, int] | None = None,
+                   release_id: str | None = None, now: float | None = None) -> Claimed | None:
+        req = claim_request(worker_id, ttl_s, agents=agents, worker_cap=worker_cap,
+                            agent_caps=agent_caps, release_id=release_id, now=now)
+        if not req.agents:
+            return None
+        with self._write_lock:
+            cur = self._writer.cursor()
+            try:
+                self._begin(cur)
+                claimed = self._claim(cur, req)
+                if claimed is None:
+                    self._writer.rollback()
+                else:
+                    self._writer.commit()
+                return claimed
+            except Exception as exc:
+                self._rollback_quietly()
+                raise StoreError(f"claiming a queued run for worker {worker_id} on "
+                                 f"{self._safe_url()} failed: {exc}; nothing was claimed (if "
+                                 "only the COMMIT was lost, the lease expires)") from exc
+            finally:
+                cur.close()
+
+    def _claim(self, cur: Any, req: ClaimRequest) -> Claimed | None:
+        """The claim inside its open transaction (each dialect's; ``store.queue``)."""
+        raise NotImplementedError
+
+    def listen(self) -> QueueListener:
+        return SleepingListener()
 
     # -- reads ---------------------------------------------------------------------
     def _read(self, sql: str, params: Sequence[Any]) -> list[Any]:

@@ -5,17 +5,18 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from agentloom.canonical import compact_json
 from agentloom.errors import FencedOut, RevisionConflict, StoreError
-from agentloom.store.ports import Delete, Insert, Put, WriteSet, lease_held
+from agentloom.store.ports import Claimed, Delete, Insert, Put, QueueListener, WriteSet, lease_held
+from agentloom.store.queue import ClaimRequest, SleepingListener, claim_request
 from agentloom.store.schema import TABLES, table
 
 # What the v1 DDL enforces beyond columns and primary keys: column DEFAULTs, and UNIQUE
 # constraints (a tuple holding a NULL never collides, as in SQL).
-_DEFAULTS: dict[str, dict[str, Any]] = {"runs": {"lease_epoch": 0, "data": {}}}
+_DEFAULTS: dict[str, dict[str, Any]] = {"runs": {"lease_epoch": 0, "priority": 0, "data": {}}}
 _UNIQUE: dict[str, tuple[tuple[str, ...], ...]] = {
     "operations": (("run_id", "logical_key"),),
     "file_roots": (("file_root_id",),),
@@ -259,6 +260,42 @@ class MemoryStore:
             run["lease_owner"] = owner
             run["lease_expires_at"] = time.time() + ttl_s
             return int(run["lease_epoch"])
+
+    def claim_next(self, worker_id: str, ttl_s: float, *, agents: Collection[str],
+                   worker_cap: int, agent_caps: Mapping[str, int] | None = None,
+                   release_id: str | None = None, now: float | None = None) -> Claimed | None:
+        req = claim_request(worker_id, ttl_s, agents=agents, worker_cap=worker_cap,
+                            agent_caps=agent_caps, release_id=release_id, now=now)
+        with self._lock:  # one lock covers the counts and the claim
+            run = self._next_pending(req)
+            if run is None:
+                return None
+            run.update(status="running", lease_epoch=run["lease_epoch"] + 1,
+                       lease_owner=req.worker_id, lease_expires_at=req.expires_at,
+                       updated_at=req.now)
+            return Claimed(run_id=run["run_id"], lease_epoch=int(run["lease_epoch"]),
+                           agent=run["agent"], priority=int(run["priority"]),
+                           created_at=float(run["created_at"]))
+
+    def _next_pending(self, req: ClaimRequest) -> dict[str, Any] | None:
+        """The stored row of the first pending run ``req`` may take, under the caps."""
+        runs = self._tables["runs"].values()
+        held = sum(r["status"] == "running" and r["lease_owner"] == req.worker_id for r in runs)
+        if held >= req.worker_cap:
+            return None
+        running: dict[str, int] = {}
+        for r in runs:
+            if r["status"] == "running":
+                running[r["agent"]] = running.get(r["agent"], 0) + 1
+        open_agents = {a for a in req.agents
+                       if a not in req.agent_caps or running.get(a, 0) < req.agent_caps[a]}
+        pending = [r for r in runs if r["status"] == "pending" and r["agent"] in open_agents
+                   and req.release_id in (None, r["release_id"])]
+        return min(pending, key=lambda r: (-r["priority"], r["created_at"], r["run_id"]),
+                   default=None)
+
+    def listen(self) -> QueueListener:
+        return SleepingListener()
 
     def schema_version(self) -> int:
         from agentloom.store.schema import MIGRATIONS

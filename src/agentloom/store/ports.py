@@ -4,11 +4,15 @@ A ``WriteSet`` is the unit of atomicity: all of its ops commit together or none
 does. ``Store.commit_many`` commits several write sets in one transaction (group
 commit) yet keeps them independent: a write set whose fence or insert fails is
 rolled back alone and reported, the others still commit.
+
+The run queue (issue 17) is part of the port too: ``Store.claim_next`` takes one ``pending``
+run for a worker within its caps (the rules are in ``store.queue``), ``Store.listen`` gives a
+``QueueListener`` that wakes an idle worker when a run is queued.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
@@ -82,6 +86,29 @@ class WriteSet:
     sync: bool = field(default=True, compare=False)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claimed:
+    """A run ``Store.claim_next`` took: it is ``running`` now, held by the claiming worker
+    under ``lease_epoch`` (fence every commit of it with ``Fence(run_id, lease_epoch)``)."""
+
+    run_id: str
+    lease_epoch: int
+    agent: str
+    priority: int
+    created_at: float
+
+
+class QueueListener(Protocol):
+    """Wakes an idle worker when a run may have been queued (``Store.listen``)."""
+
+    def wait(self, timeout_s: float) -> bool:
+        """Block until a wake-up or ``timeout_s``; ``True`` when woken by a wake-up (a run was
+        queued since the last wait), ``False`` on timeout (poll the queue anyway)."""
+        ...
+
+    def close(self) -> None: ...
+
+
 class Store(Protocol):
     """What the pipeline, the context manager and the runtime need from storage.
 
@@ -121,6 +148,26 @@ class Store(Protocol):
         the claim is refused with ``StoreError`` code ``LEASE_HELD`` (a worker picking up
         interrupted runs never steals one that a live process drives).
         """
+        ...
+
+    def claim_next(self, worker_id: str, ttl_s: float, *, agents: Collection[str],
+                   worker_cap: int, agent_caps: Mapping[str, int] | None = None,
+                   release_id: str | None = None, now: float | None = None) -> Claimed | None:
+        """Take one ``pending`` run of one of ``agents`` (of ``release_id`` only, when given)
+        for ``worker_id``, highest priority first, then oldest, within the worker's and the
+        agents' caps checked in the same transaction; ``None`` when there is nothing it may
+        take (``store.queue``).
+
+        Raises:
+            ValueError: a cap, ``ttl_s`` or ``agents`` that cannot be meant.
+            StoreError: reading, counting or claiming failed (nothing was claimed, or the
+                commit's outcome is not known and the lease will expire).
+        """
+        ...
+
+    def listen(self) -> QueueListener:
+        """A listener woken when a commit queues a run (PostgreSQL ``LISTEN``; elsewhere it
+        only times out, and the caller polls)."""
         ...
 
     def close(self) -> None: ...

@@ -16,6 +16,10 @@ checks run in the server and abort the transaction before its COMMIT. Anything
 refused there — a fence that moved, a duplicate key, a ``Put`` of a row that does
 not exist — rolls it back and the batch is redone statement by statement by
 ``SqlStore.commit_many``, which tells exactly which write set was refused and why.
+
+A commit that writes a ``pending`` run also runs ``pg_notify('agentloom_runs', <schema>)``
+in its transaction (``store.queue``); ``claim_next`` is ``_claim`` below, and ``listen`` opens
+a dedicated connection for ``LISTEN``.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from agentloom.errors import ConfigError, StoreError
 from agentloom.store._readonly import not_found
 from agentloom.store._sql import SqlStore, coalesced
-from agentloom.store.ports import Delete, Fence, Insert, WriteSet
+from agentloom.store.ports import Claimed, Delete, Fence, Insert, QueueListener, WriteSet
+from agentloom.store.queue import RUNS_CHANNEL, ClaimRequest, PostgresListener, queues_a_run
 from agentloom.store.schema import table
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -44,6 +49,19 @@ _FENCE_CHECK = ("SELECT 1 / COALESCE((SELECT (lease_epoch = %s)::int FROM runs "
                 "WHERE run_id = %s), 0)")
 _CHECKED_UPDATE = "WITH u AS ({sql} RETURNING 1) SELECT 1 / (SELECT (count(*) = 1)::int FROM u)"
 _CHECKED_EXISTS = "SELECT 1 / (SELECT count(*)::int FROM ({sql}) AS e)"
+# The queue (``_claim``): claimers of one agent / one worker id serialise on these locks, in
+# classes of their own (a hash of a name never collides with a run's lock).
+_AGENT_LOCK = "SELECT pg_advisory_xact_lock(16717, hashtext(%s))"
+_WORKER_LOCK = "SELECT pg_advisory_xact_lock(16718, hashtext(%s))"
+_RUN_TRY_LOCK = "SELECT pg_try_advisory_xact_lock(16716, hashtext(%s))"
+_COUNT_WORKER = "SELECT count(*) FROM runs WHERE status = 'running' AND lease_owner = %s"
+_COUNT_AGENT = "SELECT count(*) FROM runs WHERE status = 'running' AND agent = %s"
+_PICK = ("SELECT run_id, agent, priority, created_at FROM runs WHERE status = 'pending' "
+         "AND agent = ANY(%s) AND run_id <> ALL(%s) AND (%s::text IS NULL OR release_id = %s) "
+         "ORDER BY priority DESC, created_at, run_id LIMIT 1 FOR UPDATE SKIP LOCKED")
+_TAKE = ("UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, lease_owner = %s, "
+         "lease_expires_at = %s, updated_at = %s WHERE run_id = %s RETURNING lease_epoch")
+_NOTIFY = f"SELECT pg_notify('{RUNS_CHANNEL}', current_schema())"
 
 
 def _check_schema_name(name: str) -> None:
@@ -179,6 +197,8 @@ class PostgresStore(SqlStore):
                     statements.append(literal(sql, values))
         except Exception:  # e.g. an unknown column: the exact path reports it
             return False
+        if any(queues_a_run(ws) for ws in batch):
+            statements.append(_NOTIFY)
         statements.append("COMMIT")
         try:
             self._literal.execute(";\n".join(statements))
@@ -189,6 +209,61 @@ class PostgresStore(SqlStore):
             self._rollback_quietly()
             return False
         return True
+
+    def _apply(self, cur: Any, ws: WriteSet, fenced: set[Fence] | None) -> None:
+        super()._apply(cur, ws, fenced)
+        if queues_a_run(ws):  # in the write set's savepoint: a refused one wakes nobody
+            cur.execute(_NOTIFY)
+
+    def _claim(self, cur: Any, req: ClaimRequest) -> Claimed | None:
+        """Take the first pending run this worker may hold, in READ COMMITTED.
+
+        The candidate is locked with ``FOR UPDATE SKIP LOCKED``: concurrent claimers take
+        different runs and never wait for each other's candidates (no global lock). Each cap
+        is made atomic by serialising only the claimers it concerns: the worker's id (taken
+        first), then the candidate's agent when it has a cap, each an exclusive transaction
+        advisory lock; the count runs in a *new statement* after the lock, so it sees every
+        claim committed before the lock was granted (a lock is released only after its
+        transaction's commit is visible). A candidate whose agent is at its cap, or whose run
+        lease lock is held (a fenced commit of its old holder is in flight), is rolled back
+        to the savepoint — releasing its row lock and the agent lock — and the next one tried.
+        The run's lease lock, taken exclusively as ``claim_run`` does, makes every later
+        commit of an older holder see the new epoch.
+
+        No deadlock: a claimer blocks only twice — for the worker lock, holding nothing, then
+        for one agent lock, holding the worker lock and one candidate row. Once it holds an
+        agent lock it never blocks again: it counts, *tries* the run's lease lock, updates the
+        row it already locked, and commits or rolls back to the savepoint. So every wait for
+        an agent lock ends, hence every wait for the worker lock does, and so does any other
+        writer's wait for a candidate row (other claimers skip it). ``claim_run`` and fenced
+        commits wait for a run's lease lock, but this claim only tries it, and a claimer
+        holds it only in that last step that never blocks.
+        """
+        cur.execute(_WORKER_LOCK, (req.worker_id,))
+        cur.execute(_COUNT_WORKER, (req.worker_id,))
+        if int(cur.fetchone()[0]) >= req.worker_cap:
+            return None
+        agents, passed = list(req.agents), list[str]()
+        while agents:
+            cur.execute("SAVEPOINT candidate")
+            cur.execute(_PICK, (agents, passed, req.release_id, req.release_id))
+            row = cur.fetchone()
+            if row is None:
+                return None
+            run_id, agent, priority, created_at = row
+            if _agent_full(cur, req, agent):
+                agents.remove(agent)
+            elif not _run_lock_free(cur, run_id):
+                passed.append(run_id)
+            else:
+                cur.execute(_TAKE, (req.worker_id, req.expires_at, req.now, run_id))
+                return Claimed(run_id=run_id, lease_epoch=int(cur.fetchone()[0]), agent=agent,
+                               priority=int(priority), created_at=float(created_at))
+            cur.execute("ROLLBACK TO SAVEPOINT candidate")
+        return None
+
+    def listen(self) -> QueueListener:
+        return PostgresListener(self._connect(reader=True), safe_url=self._safe_url())
 
     def _migration_lock(self, cur: Any) -> None:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(current_schema() || 'agentloom'))")
@@ -207,3 +282,19 @@ class PostgresStore(SqlStore):
             with self._writer.cursor() as cur:
                 cur.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
             self._writer.commit()
+
+
+def _run_lock_free(cur: Any, run_id: str) -> bool:
+    """Take the run's lease lock if nobody holds it (a fenced commit of it may be in flight)."""
+    cur.execute(_RUN_TRY_LOCK, (run_id,))
+    return bool(cur.fetchone()[0])
+
+
+def _agent_full(cur: Any, req: ClaimRequest, agent: str) -> bool:
+    """Whether ``agent`` is at its cap; a capped agent's lock is held from here on."""
+    cap = req.cap_of(agent)
+    if cap is None:
+        return False
+    cur.execute(_AGENT_LOCK, (agent,))
+    cur.execute(_COUNT_AGENT, (agent,))
+    return int(cur.fetchone()[0]) >= cap

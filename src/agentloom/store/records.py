@@ -154,10 +154,11 @@ class RunRecord:
 
     @property
     def ended(self) -> TerminalRunStatus | None:
-        """How the run ended; None while it is ``running`` (or its status is unknown)."""
+        """How the run ended; None while it has not (``pending``, ``running``, ``waiting``,
+        ``suspended``) or its status is unknown."""
         status = self.known_status
         match status:
-            case None | "running":
+            case None | "running" | "pending" | "waiting" | "suspended":
                 return None
             case "succeeded" | "failed" | "cancelled" | "timed_out":
                 return status

@@ -28,7 +28,7 @@ TABLES: dict[str, Table] = {
         Table(
             "runs",
             ("run_id", "status", "lease_epoch", "lease_owner", "lease_expires_at",
-             "created_at", "updated_at", "data"),
+             "created_at", "updated_at", "data", "agent", "priority", "release_id"),
             ("run_id",),
             frozenset({"data"}),
         ),
@@ -138,6 +138,25 @@ TABLES: dict[str, Table] = {
             ("digest",),
             frozenset({"data"}),
         ),
+        Table(  # a worker process (``agentloom worker``): its heartbeat and what it holds
+            "workers",
+            ("worker_id", "host", "pid", "state", "started_at", "heartbeat_at", "data"),
+            ("worker_id",),
+            frozenset({"data"}),
+        ),
+        Table(  # a call waiting for a person (a hook answered ``ask``), and the answer
+            "approvals",
+            ("operation_id", "run_id", "status", "created_at", "deadline", "answered_at",
+             "data"),
+            ("operation_id",),
+            frozenset({"data"}),
+        ),
+        Table(  # a holder's receipt: its sandbox processes of (run, epoch) are gone (or not)
+            "revocations",
+            ("run_id", "lease_epoch", "worker_id", "confirmed", "created_at", "data"),
+            ("run_id", "lease_epoch"),
+            frozenset({"data"}),
+        ),
     )
 }
 
@@ -201,6 +220,30 @@ CREATE TABLE skills (
 CREATE TABLE skill_versions (
   digest TEXT PRIMARY KEY, name TEXT NOT NULL, created_at {real} NOT NULL, data TEXT NOT NULL);
 CREATE INDEX skill_versions_name ON skill_versions (name, created_at);
+"""
+
+# the run queue and many workers (issue 17): a pending run names its agent, priority and release
+# in columns (a claim filters and counts by them: a worker takes only runs of its own release);
+# workers, approvals and revocation receipts
+_V10_COMMON = """
+ALTER TABLE runs ADD COLUMN agent TEXT;
+ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN release_id TEXT;
+UPDATE runs SET agent = {agent_of_data}, release_id = {release_of_data};
+CREATE INDEX runs_queue ON runs (status, priority DESC, created_at);
+CREATE INDEX runs_agent ON runs (agent, status);
+CREATE TABLE workers (
+  worker_id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, state TEXT NOT NULL,
+  started_at {real} NOT NULL, heartbeat_at {real} NOT NULL, data TEXT NOT NULL);
+CREATE TABLE approvals (
+  operation_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, status TEXT NOT NULL,
+  created_at {real} NOT NULL, deadline {real}, answered_at {real}, data TEXT NOT NULL);
+CREATE INDEX approvals_run ON approvals (run_id);
+CREATE INDEX approvals_due ON approvals (status, deadline);
+CREATE TABLE revocations (
+  run_id TEXT NOT NULL, lease_epoch INTEGER NOT NULL, worker_id TEXT NOT NULL,
+  confirmed INTEGER NOT NULL, created_at {real} NOT NULL, data TEXT NOT NULL,
+  PRIMARY KEY (run_id, lease_epoch));
 """
 
 # (summary, sqlite DDL, postgres DDL)
@@ -302,5 +345,12 @@ MIGRATIONS: tuple[tuple[str, str, str], ...] = (
         "v9: imported Skills (skills: the current version; skill_versions: every version)",
         _V9_COMMON.format(real="REAL"),
         _V9_COMMON.format(real="DOUBLE PRECISION"),
+    ),
+    (
+        "v10: the run queue (runs.agent, runs.priority), workers, approvals, revocation receipts",
+        _V10_COMMON.format(real="REAL", agent_of_data="json_extract(data, '$.agent')",
+                           release_of_data="json_extract(data, '$.release_id')"),
+        _V10_COMMON.format(real="DOUBLE PRECISION", agent_of_data="data::jsonb ->> 'agent'",
+                           release_of_data="data::jsonb ->> 'release_id'"),
     ),
 )

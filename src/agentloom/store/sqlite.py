@@ -23,6 +23,8 @@ from agentloom.errors import StoreError
 from agentloom.folders import make_dirs
 from agentloom.store._readonly import not_found
 from agentloom.store._sql import SqlStore
+from agentloom.store.ports import Claimed
+from agentloom.store.queue import ClaimRequest
 
 _KEY_CONFLICTS = frozenset({"SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE"})
 _SIDECARS = ("-wal", "-shm")
@@ -69,6 +71,31 @@ class SqliteStore(SqlStore):
     def _ddl(self, sqlite_sql: str, postgres_sql: str) -> str:
         return sqlite_sql
 
+    def _claim(self, cur: Any, req: ClaimRequest) -> Claimed | None:
+        """``BEGIN IMMEDIATE`` already serialises every writer: count, select, update."""
+        cur.execute("SELECT count(*) FROM runs WHERE status = 'running' AND lease_owner = ?",
+                    (req.worker_id,))
+        if int(cur.fetchone()[0]) >= req.worker_cap:
+            return None
+        agents = _below_cap(cur, req)
+        if not agents:
+            return None
+        marks = ", ".join("?" * len(agents))
+        release = "" if req.release_id is None else " AND release_id = ?"
+        cur.execute(f"SELECT run_id, agent, priority, created_at FROM runs WHERE status = "
+                    f"'pending' AND agent IN ({marks}){release} ORDER BY priority DESC, "
+                    "created_at, run_id LIMIT 1",
+                    [*agents, *([] if req.release_id is None else [req.release_id])])
+        row = cur.fetchone()
+        if row is None:
+            return None
+        run_id, agent, priority, created_at = row
+        cur.execute("UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, "
+                    "lease_owner = ?, lease_expires_at = ?, updated_at = ? WHERE run_id = ? "
+                    "RETURNING lease_epoch", (req.worker_id, req.expires_at, req.now, run_id))
+        return Claimed(run_id=run_id, lease_epoch=int(cur.fetchone()[0]), agent=agent,
+                       priority=int(priority), created_at=float(created_at))
+
     def _is_key_conflict(self, exc: BaseException) -> bool:
         # IntegrityError also covers NOT NULL and CHECK: those are a bad row, not a lost race.
         return getattr(exc, "sqlite_errorname", None) in _KEY_CONFLICTS
@@ -79,6 +106,19 @@ class SqliteStore(SqlStore):
 
     def pragma(self, name: str) -> Any:
         return self._read(f"PRAGMA {name}", ())[0][0]
+
+
+def _below_cap(cur: Any, req: ClaimRequest) -> list[str]:
+    """The requested agents with room for one more running run (uncapped ones always)."""
+    capped = sorted(req.agent_caps)
+    if not capped:
+        return list(req.agents)
+    marks = ", ".join("?" * len(capped))
+    cur.execute(f"SELECT agent, count(*) FROM runs WHERE status = 'running' AND agent IN "
+                f"({marks}) GROUP BY agent", capped)
+    running = {agent: int(n) for agent, n in cur.fetchall()}
+    return [a for a in req.agents if a not in req.agent_caps
+            or running.get(a, 0) < req.agent_caps[a]]
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:

@@ -10,9 +10,10 @@
           - {… .fs.edit, match: {capability: fs.edit}, …}
 
 Only ``PreToolUse`` / ``PostToolUse`` with ``type: command`` hooks convert. Every other event,
-hook type, hook field, a matcher that no capability glob says exactly, and a script that
-visibly answers ``ask`` is refused with an error naming it — never silently dropped (other
-events may be skipped only when asked, and are then listed).
+hook type, hook field and a matcher that no capability glob says exactly is refused with an
+error naming it — never silently dropped (other events may be skipped only when asked, and are
+then listed). A script answering ``permissionDecision: "ask"`` hands the call to a person
+(the run waits for ``agentloom runs approve``; issue 17).
 
 Owns: reading the settings' ``hooks`` and translating them. Does not own: writing a config
 file (``agentloom.cli.hooks``), the run-time shim (``shim``).
@@ -23,7 +24,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +38,6 @@ DEFAULT_TIMEOUT_S = 600.0
 _PLAIN = re.compile(r"[A-Za-z0-9_\-, |]*")
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 _MCP_SERVER = re.compile(r"\^?mcp__([A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*)__\.\*\$?")
-_ASK = re.compile(r"""permissionDecision["']?\s*[:=]\s*["']ask["']""")
 _GROUP_KEYS = {"matcher", "hooks"}
 _COMMAND_KEYS = {"type", "command", "args", "timeout"}
 MAX_SCRIPT_BYTES = 1 << 20
@@ -186,33 +185,7 @@ def _handler(hook: Any, where: str, project: Path, event: str) -> dict[str, Any]
     else:
         raise ClaudeImportError(f"{where}.args must be a list of strings")
     handler["timeout_s"] = float(timeout)
-    if event == "PreToolUse":
-        _refuse_ask(command if args is None else shlex.join([command, *args]), where, project)
     return handler
-
-
-def _refuse_ask(line: str, where: str, project: Path) -> None:
-    """Refuse a hook whose command line or a script it names answers ``ask`` (no human
-    approval in AgentLoom yet)."""
-    texts = [("its command", line)]
-    expanded = re.sub(r"\$\{?CLAUDE_PROJECT_DIR\}?", str(project), line)
-    try:
-        words = shlex.split(expanded)
-    except ValueError:
-        words = expanded.split()
-    for word in words:
-        script = project / word
-        try:
-            if script.is_file() and script.stat().st_size <= MAX_SCRIPT_BYTES:
-                texts.append((str(script), script.read_text(encoding="utf-8", errors="replace")))
-        except OSError:  # not a readable file: nothing to look into
-            continue
-    for name, text in texts:
-        if _ASK.search(text):
-            raise ClaudeImportError(
-                f"{where}: {name} answers permissionDecision 'ask' (hand the call to a "
-                "person), which AgentLoom cannot do yet (no human approval); answer allow or "
-                "deny instead")
 
 
 def _only(value: Mapping[str, Any], allowed: set[str], where: str) -> None:

@@ -5,7 +5,8 @@ shape a Claude Code hook script reads, and its JSON output read back as a decisi
 
     HookEvent ─► {hook_event_name, tool_name, tool_input, tool_response?, cwd, session_id,
                   tool_use_id}                                              (stdin)
-    exit 0 stdout ─► hookSpecificOutput.permissionDecision allow / deny, updatedInput
+    exit 0 stdout ─► hookSpecificOutput.permissionDecision allow / deny / ask (a person
+                     answers; permissionDecisionReason the question), updatedInput
                      (a payload patch), PostToolUse decision: block  ─►  a decision
 
 Exit statuses stay the command runner's (0 output, 2 deny with stderr, other a failure),
@@ -42,7 +43,7 @@ _SPECIFIC = {"PreToolUse": {"hookEventName", "permissionDecision", "permissionDe
 
 
 class ClaudeHookError(AgentLoomError):
-    """A Claude Code hook answered something AgentLoom cannot honour (``ask``, ``defer``,
+    """A Claude Code hook answered something AgentLoom cannot honour (``defer``,
     ``continue: false``, a field with no equivalent): a hook failure naming it."""
 
     default_code = "HOOK_CLAUDE_UNSUPPORTED"
@@ -109,17 +110,17 @@ def _pre(out: Mapping[str, Any], specific: Mapping[str, Any], event: HookEvent,
     if answer is None and "decision" in out:  # the deprecated top-level form
         answer = {"approve": "allow", "block": "deny"}.get(out["decision"], out["decision"])
         reason = out.get("reason")
-    if answer in ("ask", "defer"):
-        raise ClaudeHookError(f"{source}: permissionDecision {answer!r} (hand the call to a "
-                              "person) is not supported: AgentLoom has no human approval yet; "
-                              "answer allow or deny")
-    if answer not in (None, "allow", "deny"):
-        raise InvalidDecision(f"{source}: permissionDecision {answer!r} is not allow or deny")
+    if answer == "defer":
+        raise ClaudeHookError(f"{source}: permissionDecision 'defer' has no AgentLoom "
+                              "equivalent; answer allow, deny or ask")
+    if answer not in (None, "allow", "deny", "ask"):
+        raise InvalidDecision(f"{source}: permissionDecision {answer!r} is not allow, deny or "
+                              "ask")
     if reason is not None and not isinstance(reason, str):
         raise InvalidDecision(f"{source}: permissionDecisionReason must be a string")
     if answer == "deny":
         return {"decision": "deny", "reason": reason or f"{source} denied the call"}
-    decision: dict[str, Any] = {"decision": "allow"}
+    decision: dict[str, Any] = {"decision": "ask" if answer == "ask" else "allow"}
     if reason:
         decision["reason"] = reason
     if "updatedInput" in specific:

@@ -1,0 +1,170 @@
+"""The run queue from the command line: ``agentloom submit`` (queue a run, return at once),
+``agentloom workers list`` (the workers of a store, their heartbeats and the runs they hold)
+and ``agentloom runs approve|reject RUN OPERATION`` (answer a call a hook asked a person
+about). docs/cli.md and docs/workers.md are the reference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentloom.agent.configured import runtime_from_config
+from agentloom.agent.worker import live_workers
+from agentloom.approvals import answer
+from agentloom.cli.errors import EXIT_OK, UsageFailure
+from agentloom.cli.output import print_json, say, setup_logging, stdout_console
+from agentloom.cli.stores import open_existing_store, resolve_store_url
+from agentloom.config import load_config
+from agentloom.errors import redact_secrets
+from agentloom.pipeline.coordinator import CommitCoordinator
+
+__all__ = ["approve", "reject", "submit", "workers_app"]
+
+workers_app = typer.Typer(no_args_is_help=True, help="The worker processes of a store.")
+
+
+def submit(
+    config: Annotated[Path, typer.Argument(
+        metavar="CONFIG", help="The YAML config file.", show_default=False)],
+    task: Annotated[str, typer.Argument(metavar="TASK", help="What to do.", show_default=False)],
+    agent: Annotated[str | None, typer.Option(
+        "--agent", "-a", metavar="NAME", help="The agent to run (default: main, else the first).")] = None,
+    priority: Annotated[int, typer.Option(
+        "--priority", metavar="N", help="Higher runs are claimed first; equal ones oldest "
+        "first.")] = 0,
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL", help="Store URL (sqlite:///path.db, postgresql://…). Default: "
+        "$AGENTLOOM_STORE, else sqlite:///.agentloom/agentloom.db in the folder of CONFIG.")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON value on stdout, nothing else.")] = False,
+) -> None:
+    """Queue a run of an agent of CONFIG on TASK and return at once (status pending).
+
+    A worker (agentloom worker CONFIG) claims and drives it. Prints the run id (with --json:
+    {"run_id", "status", "agent", "priority"}).
+    """
+    setup_logging()
+    text = task.strip()
+    if not text:
+        raise UsageFailure("the task is empty")
+    cfg = load_config(config)
+    name = agent if agent is not None else ("main" if "main" in cfg.agents else next(iter(cfg.agents)))
+    cfg.agent(name)  # a ConfigError listing the agents when unknown
+    runtime = runtime_from_config(cfg, store=store)
+
+    async def queue() -> str:
+        try:
+            return await runtime.submit(text, agent=name, priority=priority)
+        finally:
+            await runtime.aclose()
+
+    run_id = asyncio.run(queue())
+    if as_json:
+        print_json({"run_id": run_id, "status": "pending", "agent": name, "priority": priority})
+    else:
+        say(stdout_console(), run_id)
+    raise typer.Exit(EXIT_OK)
+
+
+@workers_app.command("list")
+def workers_list(
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL", help="Store URL (sqlite:///path.db, postgresql://…). Default: "
+        "$AGENTLOOM_STORE, else the store of --config, else sqlite:///.agentloom/agentloom.db."
+    )] = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", "-c", metavar="CONFIG", help="A config file; its store is used.")] = None,
+    all_: Annotated[bool, typer.Option(
+        "--all", help="Also the workers that stopped or went away.")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON value on stdout, nothing else.")] = False,
+) -> None:
+    """The workers of a store: alive or not (their last heartbeat), and the runs each holds."""
+    setup_logging()
+    url = resolve_store_url(store, config)
+    opened = open_existing_store(url, read_only=True)
+    try:
+        shown = live_workers(opened.query("workers"))
+    finally:
+        opened.close()
+    if not all_:
+        shown = [w for w in shown if w["alive"]]
+    if as_json:
+        print_json(shown)
+        raise typer.Exit(EXIT_OK)
+    out = stdout_console()
+    if not shown:
+        say(out, f"no live worker on {redact_secrets(url)}")
+    now = time.time()
+    for w in shown:
+        held = ", ".join(w["held"]) or "no run"
+        say(out, f"{w['worker_id']}  {w['state']}  heartbeat {now - w['heartbeat_at']:.0f}s ago  "
+            f"up to {w['concurrency']} at once  holds {held}")
+    raise typer.Exit(EXIT_OK)
+
+
+RunArg = Annotated[str, typer.Argument(metavar="RUN_ID", help="The waiting run.",
+                                       show_default=False)]
+OperationArg = Annotated[str, typer.Argument(
+    metavar="OPERATION", help="The waiting call's operation id (runs show RUN_ID names it).",
+    show_default=False)]
+ReasonOpt = Annotated[str | None, typer.Option(
+    "--reason", metavar="TEXT", help="Why; recorded with the answer (a rejection's reason is "
+    "what the model is told).")]
+StoreOpt = Annotated[str | None, typer.Option(
+    "--store", metavar="URL", help="Store URL (sqlite:///path.db, postgresql://…). Default: "
+    "$AGENTLOOM_STORE, else the store of --config, else sqlite:///.agentloom/agentloom.db.")]
+ConfigOpt = Annotated[Path | None, typer.Option(
+    "--config", "-c", metavar="CONFIG", help="A config file; its store is used.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON value on stdout, nothing else.")]
+
+
+def approve(run_id: RunArg, operation: OperationArg, reason: ReasonOpt = None,
+            store: StoreOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
+    """Approve a call a hook asked a person about: it runs when its run goes on.
+
+    Once every waiting call of the run is answered, the run is queued again and a worker
+    resumes it. A second answer is refused (APPROVAL_ALREADY_ANSWERED).
+    """
+    _answer(run_id, operation, True, reason, store, config, as_json)
+
+
+def reject(run_id: RunArg, operation: OperationArg, reason: ReasonOpt = None,
+           store: StoreOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
+    """Reject a call a hook asked a person about: it is denied and the model is told why.
+
+    Once every waiting call of the run is answered, the run is queued again and a worker
+    resumes it. A second answer is refused (APPROVAL_ALREADY_ANSWERED).
+    """
+    _answer(run_id, operation, False, reason, store, config, as_json)
+
+
+def _answer(run_id: str, operation: str, approve_it: bool, reason: str | None,
+            store: str | None, config: Path | None, as_json: bool) -> None:
+    setup_logging()
+    opened = open_existing_store(resolve_store_url(store, config))
+    coordinator = CommitCoordinator(opened)
+    actor = f"cli:{getpass.getuser()}"
+    try:
+        record = asyncio.run(answer(opened, coordinator.commit, run_id=run_id,
+                                    operation_id=operation, approve=approve_it, reason=reason,
+                                    actor=actor))
+        row = opened.get("runs", {"run_id": run_id}) or {}
+    finally:
+        coordinator.close()
+        opened.close()
+    out = {"run_id": run_id, "operation_id": operation, "status": record.status,
+           "answer": record.answer, "reason": record.reason, "actor": record.actor,
+           "answered_at": record.answered_at, "run_status": row.get("status")}
+    if as_json:
+        print_json(out)
+    else:
+        say(stdout_console(), f"{record.status} {record.capability_key} (op {operation}) of run "
+            f"{run_id}; the run is {row.get('status')}")
+    raise typer.Exit(EXIT_OK)
