@@ -29,6 +29,17 @@ def test_example_python_api_runs_a_planner_and_an_executor(tmp_path: Path) -> No
     assert "delegation.call.completed" in done.stdout
 
 
+def test_example_approvals_submits_waits_for_a_person_and_resumes(tmp_path: Path) -> None:
+    done = _run(str(ROOT / "examples" / "approvals.py"), "--store",
+                f"sqlite:///{tmp_path / 'ap.db'}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].endswith("(pending)")
+    assert ": waiting: Write hello.txt? (op " in lines[1]
+    assert lines[2].endswith(": succeeded: hello.txt is written.")
+    assert lines[3].endswith("hello.txt says 'hello'")
+
+
 def test_example_quickstart_runs_the_recorded_pipeline(tmp_path: Path) -> None:
     done = _run(str(ROOT / "examples" / "quickstart.py"), "--store",
                 f"sqlite:///{tmp_path / 'q.db'}", "--workdir", str(tmp_path / "work"), cwd=tmp_path)
