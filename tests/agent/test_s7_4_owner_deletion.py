@@ -14,6 +14,7 @@ import pytest
 
 import agentloom
 from agentloom.agent import AgentSpec, RunHandle, Runtime
+from agentloom.store import Put, WriteSet
 from agentloom.store.owners import OwnerDeleted
 from agentloom.testing.openai_server import ScriptedOpenAIServer
 from agentloom.tools.sdk import ToolContext
@@ -78,6 +79,19 @@ async def populate(rt: Runtime, servers: dict[str, ScriptedOpenAIServer]) -> Non
             assert result.status == "succeeded", result
 
 
+async def approval_and_receipt(rt: Runtime, agent: str) -> None:
+    """An answered approval (its question and arguments are the owner's data) and a revocation
+    receipt on a run of ``agent`` (issue 17's tables)."""
+    run_id = next(r["run_id"] for r in rt.store.query("runs") if r["agent"] == agent)
+    op_id = rt.store.query("operations", {"run_id": run_id})[0]["operation_id"]
+    await rt.kernel.coordinator.commit(WriteSet((
+        Put("approvals", {"operation_id": op_id, "run_id": run_id, "status": "approved",
+                          "created_at": 1.0, "deadline": None, "answered_at": 2.0,
+                          "data": {"question": f"{agent}'s secret plan?"}}),
+        Put("revocations", {"run_id": run_id, "lease_epoch": 1, "worker_id": "w",
+                            "confirmed": 1, "created_at": 1.0, "data": {}}))))
+
+
 def runtime(factory: Callable[..., Runtime], url: str,
             servers: dict[str, ScriptedOpenAIServer]) -> Runtime:
     return factory([
@@ -96,6 +110,8 @@ async def test_s7_4_deleting_an_owner_removes_all_of_it_and_leaves_another_owner
     scripted = {"alpha": servers(), "beta": servers()}
     rt = runtime(runtime_factory, url, scripted)
     await populate(rt, scripted)
+    await approval_and_receipt(rt, "alpha")
+    await approval_and_receipt(rt, "beta")
     # a run of alpha that is running when it is deleted: inside a call that never returns
     scripted["alpha"].script(calls(tool_call("h", "hold")), answer("never"))
     held: RunHandle = await rt.start("hold on", agent="alpha")
@@ -112,7 +128,7 @@ async def test_s7_4_deleting_an_owner_removes_all_of_it_and_leaves_another_owner
     assert union(alpha, beta, shared) == before  # every row is one owner's (or a shared blob)
     for t in ("runs", "operations", "attempts", "hook_invocations", "context_records",
               "results", "sessions", "session_turns", "workspace_scopes", "file_roots",
-              "cleanup_jobs"):
+              "cleanup_jobs", "approvals", "revocations"):
         assert alpha[t] and beta[t], t  # both owners have rows in every table that matters
     root = tmp_path / "workspaces"
     frids = {o: next(r[3] for r in before["file_roots"] if r[1] == o) for o in ("alpha", "beta")}

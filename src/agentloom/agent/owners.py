@@ -54,12 +54,12 @@ MAX_ROUNDS = 5  # rows that appear while deleting (a run that had passed the che
 STOP_REASON = "owner deleted"
 
 # The rows of an owner, in the order they are deleted: what refers to a row goes before it.
-ROW_TABLES = ("attempts", "hook_invocations", "results", "context_records", "operations",
-              "run_controls", "cleanup_jobs", "workspace_scopes", "session_turns", "sessions",
-              "runs", "file_roots")
+ROW_TABLES = ("approvals", "attempts", "hook_invocations", "results", "context_records",
+              "operations", "run_controls", "cleanup_jobs", "revocations", "workspace_scopes",
+              "session_turns", "sessions", "runs", "file_roots")
 BLOB_TABLES = ("blob_chunks", "blobs")
 # Tables whose JSON rows may refer to a blob ({"blob": {"digest": …}}), and the column.
-_JSON_REFERRERS = {"runs": "data", "operations": "data", "attempts": "data",
+_JSON_REFERRERS = {"runs": "data", "operations": "data", "attempts": "data", "approvals": "data",
                    "hook_invocations": "data", "context_records": "data",
                    "session_turns": "data", "run_controls": "data", "sessions": "data"}
 
@@ -185,7 +185,8 @@ def plan_owner_rows(kernel: Kernel, owner: OwnerRef) -> _Plan:
     sessions = store.query("sessions", owner_where)
     op_ids: list[str] = []
     for run_id in run_ids:
-        for t in ("results", "context_records", "run_controls", "cleanup_jobs"):
+        for t in ("results", "context_records", "run_controls", "cleanup_jobs", "approvals",
+                  "revocations"):
             found = store.query(t, {"run_id": run_id})
             mine[t].append(({"run_id": run_id}, found))
         ops = store.query("operations", {"run_id": run_id})
