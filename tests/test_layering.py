@@ -5,8 +5,9 @@ Checked from every import statement of ``src/agentloom`` — inside functions an
 of ``agentloom``; ``LAYERS`` ranks every unit, top to bottom, and a unit may import its own
 layer or any layer below. Where DESIGN's diagram leaves a unit out, it sits here:
 
-- ``__init__`` (the Python API) and ``__main__`` sit with ``cli``: entry points, nothing
-  imports them. ``testing`` sits there too: its harnesses drive a whole ``Kernel``.
+- ``__init__`` (the Python API), ``__main__`` and ``host`` (the HTTP host) sit with ``cli``:
+  entry points, nothing below imports them. ``testing`` sits there too: its harnesses drive a
+  whole ``Kernel``.
 - ``kernel`` and ``environment`` are the composition root (store → coordinator → pipeline →
   bus; workspaces, file tools, exec), between ``agent`` and ``bus``.
 - ``store`` sits below the domain managers, just above the core: it imports only the core
@@ -34,7 +35,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "agentloom"
 
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"cli", "__main__", "__init__", "testing"}),
+    frozenset({"cli", "__main__", "__init__", "testing", "host"}),
     frozenset({"agent"}),
     frozenset({"kernel", "environment"}),
     frozenset({"bus"}),

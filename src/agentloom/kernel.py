@@ -38,7 +38,7 @@ from agentloom.pipeline.invocation import InvocationPipeline
 from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.pipeline.records import OperationState
 from agentloom.pipeline.retry import RetryPolicy
-from agentloom.refs import OwnerRef
+from agentloom.refs import OwnerRef, Principal
 from agentloom.results import OperationResult, TerminalRunStatus
 from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
@@ -266,6 +266,7 @@ class Kernel:
         session_id: str | None = None,
         workdir: Path | None = None,
         keep_workspace: bool = False,
+        principal: Principal | None = None,
     ) -> RunLease:
         """Create a run, take its lease and (by default) register its workspace.
 
@@ -283,7 +284,7 @@ class Kernel:
         if workspace and workdir is not None:
             self.environment.scopes.check_bindable(workdir, self.run_is_running)
         await self.coordinator.commit(WriteSet((Insert("runs", self._run_row(
-            run_id, "running", owner, data)),)))
+            run_id, "running", owner, data, principal=principal)),)))
         lease = self.claim(run_id, lease_ttl_s=lease_ttl_s)
         if workspace:
             lease = await self.open_run_workspace(lease, owner=owner, session_id=session_id,
@@ -291,9 +292,10 @@ class Kernel:
         return lease
 
     def _run_row(self, run_id: str, status: str, owner: OwnerRef,
-                 data: Mapping[str, Any] | None, priority: int = 0) -> dict[str, Any]:
+                 data: Mapping[str, Any] | None, priority: int = 0,
+                 principal: Principal | None = None) -> dict[str, Any]:
         """A new ``runs`` row; its agent and release are columns too (a queue claim filters and
-        counts by them)."""
+        counts by them), and so is whom it is done for (the host reads by them)."""
         now = time.time()
         run_data = dict(data or {})
         run_data["owner"] = owner.to_dict()
@@ -301,16 +303,19 @@ class Kernel:
         return {"run_id": run_id, "status": status, "lease_epoch": 0, "lease_owner": None,
                 "created_at": now, "updated_at": now, "data": run_data,
                 "agent": run_data.get("agent"), "release_id": run_data.get("release_id"),
-                "priority": priority}
+                "priority": priority,
+                "actor": principal.actor if principal else None,
+                "project": principal.project if principal else None}
 
     async def submit_run(self, *, run_id: str | None = None, data: Mapping[str, Any],
-                         owner: OwnerRef, priority: int = 0) -> str:
+                         owner: OwnerRef, priority: int = 0,
+                         principal: Principal | None = None) -> str:
         """Put a run in the queue: status ``pending``, no holder, no workspace yet (a worker's
         claim gives it both). A deleted owner is refused (``OWNER_DELETED``) first."""
         run_id = run_id or new_id()
         check_owner(self.store, owner)
         await self.coordinator.commit(WriteSet((Insert("runs", self._run_row(
-            run_id, "pending", owner, data, priority)),)))
+            run_id, "pending", owner, data, priority, principal)),)))
         return run_id
 
     def claim_next(self, *, agents: Collection[str], release_id: str, worker_cap: int,

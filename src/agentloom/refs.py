@@ -1,4 +1,5 @@
-"""Trusted references shared by every layer (core): who owns a capability use."""
+"""Trusted references shared by every layer (core): who owns a capability use, and whom a run
+is done for."""
 
 from __future__ import annotations
 
@@ -16,3 +17,16 @@ class OwnerRef:
 
     def to_dict(self) -> dict[str, str]:
         return {"kind": self.kind, "id": self.id, "space_id": self.space_id}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Principal:
+    """Whom a run is done for (the host's identity, issue 18): an ``actor`` in a ``project``.
+    Every run, session and workspace the host creates is owned by one; another principal
+    neither sees nor controls it. ``None`` where a run is started from the CLI or Python."""
+
+    actor: str
+    project: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"actor": self.actor, "project": self.project}

@@ -30,7 +30,8 @@ INJECTION = "x; DROP TABLE runs"
 
 
 # the queue columns a row gets by default (schema v10)
-QUEUE_DEFAULTS = {"agent": None, "priority": 0, "release_id": None}
+QUEUE_DEFAULTS = {"agent": None, "priority": 0, "release_id": None, "actor": None,
+                  "project": None}
 
 
 def run_row(run_id: str = RUN, **overrides: Any) -> dict[str, Any]:

@@ -76,7 +76,7 @@ from agentloom.ids import new_id
 from agentloom.kernel import DEFAULT_WORKSPACE_ROOT, Kernel, RunLease
 from agentloom.models.ports import Connection
 from agentloom.pipeline.context import InvocationContext
-from agentloom.refs import OwnerRef
+from agentloom.refs import OwnerRef, Principal
 from agentloom.results import TerminalRunStatus
 from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
@@ -352,7 +352,7 @@ class Runtime:
     # -- runs -------------------------------------------------------------------------------
     async def start(self, task: str, *, agent: str = "main", session: str | None = None,
                     run_id: str | None = None, workdir: Path | str | None = None,
-                    wait: bool = False) -> RunHandle:
+                    wait: bool = False, principal: Principal | None = None) -> RunHandle:
         """Start a run of ``agent`` on ``task`` and return its handle (the loop runs as a task).
 
         ``session`` continues that session (its history and persistent folder). A session has
@@ -362,7 +362,8 @@ class Runtime:
         (resume or stop it). ``workdir`` (default: the runtime's) makes an existing folder the
         run's workspace: every file tool works beneath it, ``exec`` sees it at ``/work``, and
         it is never deleted. While another running run holds that folder the start is refused
-        (``WorkspaceScopeError`` ``WORKSPACE_BUSY``), or waits for it with ``wait``."""
+        (``WorkspaceScopeError`` ``WORKSPACE_BUSY``), or waits for it with ``wait``.
+        ``principal``: whom the run is done for (the host's actor and project), recorded on it."""
         spec = self._agent(agent)
         owner = OwnerRef(kind="agent", id=agent, space_id=self.space_id)
         check_owner(self.store, owner)  # before its session is taken (OWNER_DELETED)
@@ -383,6 +384,7 @@ class Runtime:
                 lease = await self.kernel.start_run(
                     run_id=run_id, data=data, owner=owner, session_id=session,
                     lease_ttl_s=self.workers.lease_ttl_s, keep_workspace=self.keep_workspaces,
+                    principal=principal,
                     workdir=Path(folder) if folder is not None else None)
                 break
             except BaseException as exc:
@@ -555,7 +557,7 @@ class Runtime:
 
     # -- the queue (agent.worker) -----------------------------------------------------------
     async def submit(self, task: str, *, agent: str = "main", priority: int = 0,
-                     run_id: str | None = None) -> str:
+                     run_id: str | None = None, principal: Principal | None = None) -> str:
         """Put a run of ``agent`` on ``task`` in the queue and return its id at once: status
         ``pending`` until a worker (``agent.worker.Worker``, ``agentloom worker``) claims it —
         higher ``priority`` first, then the oldest. Its deadline counts from that claim."""
@@ -571,7 +573,7 @@ class Runtime:
             data["config"] = self.config_source
         owner = OwnerRef(kind="agent", id=agent, space_id=self.space_id)
         return await self.kernel.submit_run(run_id=run_id, data=data, owner=owner,
-                                            priority=priority)
+                                            priority=priority, principal=principal)
 
     def claim_next(self, *, worker_cap: int) -> RunLease | None:
         """Claim the next queued run of this release this process may hold (``worker_cap``:

@@ -1,6 +1,7 @@
 """The ``agentloom`` command (typer): ``run``, ``submit`` and ``workers list`` (``cli/queue.py``),
-``runs list|show|events|resume|stop|supplement``, ``worker``, ``cleanup``, ``owners delete``
-(``cli/owners.py``), ``init``. Every command takes ``--json``; docs/cli.md is the reference.
+``runs list|show|events|resume|stop|supplement|approve|reject``, ``worker``, ``cleanup``,
+``owners delete`` (``cli/owners.py``), ``keys create|list|revoke`` (``cli/keys.py``), ``init``.
+Every command takes ``--json``; docs/cli.md is the reference.
 
 Output discipline: with ``--json`` stdout holds exactly one JSON value and nothing else; logs,
 warnings and error messages always go to stderr. Exit codes are in ``cli.errors``. A command
@@ -29,6 +30,7 @@ from agentloom.cli import render
 from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_WAITING, UsageFailure
 from agentloom.cli.hooks import hooks_app
 from agentloom.cli.jsonl import append_jsonl
+from agentloom.cli.keys import keys_app
 from agentloom.cli.live import drive, run_sync
 from agentloom.cli.mcp import mcp_app
 from agentloom.cli.output import (
@@ -66,6 +68,7 @@ app.add_typer(mcp_app, name="mcp")
 app.add_typer(skills_app, name="skills")
 app.add_typer(hooks_app, name="hooks")
 app.add_typer(workers_app, name="workers")
+app.add_typer(keys_app, name="keys")
 app.command()(submit)
 runs_app.command("approve")(approve)
 runs_app.command("reject")(reject)

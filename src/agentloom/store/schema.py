@@ -28,7 +28,8 @@ TABLES: dict[str, Table] = {
         Table(
             "runs",
             ("run_id", "status", "lease_epoch", "lease_owner", "lease_expires_at",
-             "created_at", "updated_at", "data", "agent", "priority", "release_id"),
+             "created_at", "updated_at", "data", "agent", "priority", "release_id", "actor",
+             "project"),
             ("run_id",),
             frozenset({"data"}),
         ),
@@ -138,6 +139,12 @@ TABLES: dict[str, Table] = {
             ("digest",),
             frozenset({"data"}),
         ),
+        Table(  # an API key of the host (issue 18): only its digest, never the key
+            "api_keys",
+            ("key_id", "digest", "actor", "project", "created_at", "revoked_at", "data"),
+            ("key_id",),
+            frozenset({"data"}),
+        ),
         Table(  # a worker process (``agentloom worker``): its heartbeat and what it holds
             "workers",
             ("worker_id", "host", "pid", "state", "started_at", "heartbeat_at", "data"),
@@ -224,14 +231,21 @@ CREATE INDEX skill_versions_name ON skill_versions (name, created_at);
 
 # the run queue and many workers (issue 17): a pending run names its agent, priority and release
 # in columns (a claim filters and counts by them: a worker takes only runs of its own release);
-# workers, approvals and revocation receipts
+# workers, approvals and revocation receipts; whom a run is done for (actor, project: the
+# host's identity, issue 18) and the host's API keys (digests only)
 _V10_COMMON = """
 ALTER TABLE runs ADD COLUMN agent TEXT;
 ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN release_id TEXT;
+ALTER TABLE runs ADD COLUMN actor TEXT;
+ALTER TABLE runs ADD COLUMN project TEXT;
 UPDATE runs SET agent = {agent_of_data}, release_id = {release_of_data};
 CREATE INDEX runs_queue ON runs (status, priority DESC, created_at);
 CREATE INDEX runs_agent ON runs (agent, status);
+CREATE INDEX runs_principal ON runs (project, actor, created_at);
+CREATE TABLE api_keys (
+  key_id TEXT PRIMARY KEY, digest TEXT NOT NULL UNIQUE, actor TEXT NOT NULL,
+  project TEXT NOT NULL, created_at {real} NOT NULL, revoked_at {real}, data TEXT NOT NULL);
 CREATE TABLE workers (
   worker_id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, state TEXT NOT NULL,
   started_at {real} NOT NULL, heartbeat_at {real} NOT NULL, data TEXT NOT NULL);
@@ -347,7 +361,8 @@ MIGRATIONS: tuple[tuple[str, str, str], ...] = (
         _V9_COMMON.format(real="DOUBLE PRECISION"),
     ),
     (
-        "v10: the run queue (runs.agent, runs.priority), workers, approvals, revocation receipts",
+        "v10: the run queue (runs.agent, priority, release_id), workers, approvals, revocation "
+        "receipts; the host's principals (runs.actor, runs.project) and API keys",
         _V10_COMMON.format(real="REAL", agent_of_data="json_extract(data, '$.agent')",
                            release_of_data="json_extract(data, '$.release_id')"),
         _V10_COMMON.format(real="DOUBLE PRECISION", agent_of_data="data::jsonb ->> 'agent'",
