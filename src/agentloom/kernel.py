@@ -349,11 +349,13 @@ class Kernel:
         return row is not None and row["status"] == "running"
 
     def claim(self, run_id: str, *, lease_ttl_s: float = 60.0,
-              only_if_expired: bool = False) -> RunLease:
+              only_if_expired: bool = False, expect_epoch: int | None = None) -> RunLease:
         """Take over a run: a new lease epoch fences every commit of the previous holder.
-        ``only_if_expired``: only when no live lease holds it (else ``StoreError`` LEASE_HELD)."""
+        ``only_if_expired``: only when no live lease holds it; ``expect_epoch``: only while
+        its epoch is still that one (the one the caller judged) — else ``StoreError``
+        LEASE_HELD."""
         epoch = self.store.claim_run(run_id, self.worker_id, lease_ttl_s,
-                                     only_if_expired=only_if_expired)
+                                     only_if_expired=only_if_expired, expect_epoch=expect_epoch)
         scopes = [s for s in self.environment.scopes.scopes_for_run(run_id)
                   if s.state == "registered"]
         return RunLease(run_id, epoch, scopes[0].workspace_scope_id if scopes else None)

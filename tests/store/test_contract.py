@@ -428,6 +428,24 @@ def test_claim_run_only_if_expired_takes_a_run_nobody_holds_and_refuses_a_live_l
     assert missing.value.code == "RUN_NOT_FOUND"
 
 
+def test_i17_claim_run_expect_epoch_is_a_compare_and_set_on_the_judged_epoch(
+    store: Store
+) -> None:
+    """Two workers judge the same dead holder (epoch 1) and both claim: one takes epoch 2, the
+    other is refused — it never takes over from the holder the first one became."""
+    seed(store, Insert("runs", run_row()))
+    assert store.claim_run(RUN, "dead", 60.0) == 1
+    seed(store, Put("runs", {"run_id": RUN, "lease_expires_at": 0.0}))
+    assert store.claim_run(RUN, "worker-a", 60.0, only_if_expired=True, expect_epoch=1) == 2
+    seed(store, Put("runs", {"run_id": RUN, "lease_expires_at": 0.0}))  # even once expired
+    with pytest.raises(StoreError) as caught:
+        store.claim_run(RUN, "worker-b", 60.0, only_if_expired=True, expect_epoch=1)
+    assert caught.value.code == "LEASE_HELD"
+    run = store.get("runs", {"run_id": RUN})
+    assert run is not None and (run["lease_epoch"], run["lease_owner"]) == (2, "worker-a")
+    assert store.claim_run(RUN, "worker-b", 60.0, expect_epoch=2) == 3  # --force, judged 2
+
+
 @pytest.mark.parametrize("batched", [False, True], ids=["alone", "in-a-batch"])
 def test_store_write_with_stale_lease_epoch_fails_and_changes_nothing(
     store: Store, batched: bool

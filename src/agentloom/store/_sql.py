@@ -338,10 +338,15 @@ class SqlStore:
             self._writer.rollback()
 
     def claim_run(self, run_id: str, owner: str, ttl_s: float, *,
-                  only_if_expired: bool = False) -> int:
+                  only_if_expired: bool = False, expect_epoch: int | None = None) -> int:
         p = self.placeholder
         now = time.time()
         held = f" AND COALESCE(lease_expires_at, 0) < {p}" if only_if_expired else ""
+        conditions: tuple[Any, ...] = (now,) if only_if_expired else ()
+        if expect_epoch is not None:
+            held += f" AND lease_epoch = {p}"
+            conditions += (expect_epoch,)
+        conditional = only_if_expired or expect_epoch is not None
         exists = False
         with self._write_lock:
             cur = self._writer.cursor()
@@ -352,10 +357,10 @@ class SqlStore:
                     f"UPDATE runs SET lease_epoch = lease_epoch + 1, lease_owner = {p}, "
                     f"lease_expires_at = {p}, updated_at = {p} WHERE run_id = {p}{held} "
                     "RETURNING lease_epoch",
-                    (owner, now + ttl_s, now, run_id, *((now,) if only_if_expired else ())),
+                    (owner, now + ttl_s, now, run_id, *conditions),
                 )
                 row = cur.fetchone()
-                if row is None and only_if_expired:
+                if row is None and conditional:
                     cur.execute(f"SELECT 1 FROM runs WHERE run_id = {p}", (run_id,))
                     exists = cur.fetchone() is not None
                 self._writer.commit()
@@ -365,7 +370,7 @@ class SqlStore:
             finally:
                 cur.close()
         if row is None:
-            if only_if_expired and exists:
+            if conditional and exists:
                 raise lease_held(run_id)
             raise StoreError(f"run {run_id} does not exist", code="RUN_NOT_FOUND")
         return int(row[0])

@@ -249,12 +249,14 @@ class MemoryStore:
         return rows[:limit] if limit is not None else rows
 
     def claim_run(self, run_id: str, owner: str, ttl_s: float, *,
-                  only_if_expired: bool = False) -> int:
+                  only_if_expired: bool = False, expect_epoch: int | None = None) -> int:
         with self._lock:
             run = self._tables["runs"].get((run_id,))
             if run is None:
                 raise StoreError(f"run {run_id} does not exist", code="RUN_NOT_FOUND")
             if only_if_expired and (run.get("lease_expires_at") or 0) >= time.time():
+                raise lease_held(run_id)
+            if expect_epoch is not None and run["lease_epoch"] != expect_epoch:
                 raise lease_held(run_id)
             run["lease_epoch"] += 1
             run["lease_owner"] = owner

@@ -141,12 +141,14 @@ class Store(Protocol):
     ) -> list[dict[str, Any]]: ...
 
     def claim_run(self, run_id: str, owner: str, ttl_s: float, *,
-                  only_if_expired: bool = False) -> int:
+                  only_if_expired: bool = False, expect_epoch: int | None = None) -> int:
         """Take the run's lease: bump and return its ``lease_epoch`` (fencing every older writer).
 
         ``only_if_expired`` takes it only from nobody: while the current lease has not expired
         the claim is refused with ``StoreError`` code ``LEASE_HELD`` (a worker picking up
-        interrupted runs never steals one that a live process drives).
+        interrupted runs never steals one that a live process drives). ``expect_epoch`` takes
+        it only while its epoch is still that one (a compare-and-set: the caller judged that
+        epoch's holder gone; another claim meanwhile refuses this one, ``LEASE_HELD``).
         """
         ...
 
