@@ -18,7 +18,9 @@ layer or any layer below. Where DESIGN's diagram leaves a unit out, it sits here
 - ``cancel`` (``CancelToken``) and ``attempts`` (``CapabilityRequest``, ``AttemptContext``:
   what a handler is handed) are core, so handlers below the pipeline need not import it;
   ``canonical``, ``yamlfile``, ``limits`` (the window / output-limit rule), ``refs``, ``text``
-  and ``folders`` are core helpers.
+  and ``folders`` are core helpers. ``telemetry`` (OpenTelemetry spans and trace context) is
+  core too: the pipeline, the HTTP hook runner and the MCP client all call it, and it sees them
+  only through its own ports.
 
 The one exception DESIGN allows is a port: a Protocol beside its consumer may be imported
 from below by the code that implements it (``PORTS``); the port module itself must then
@@ -44,7 +46,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"models", "tools", "workspace", "sandbox", "mcp", "skills"}),
     frozenset({"store"}),
     frozenset({"errors", "ids", "results", "config", "catalog", "canonical", "yamlfile", "cancel",
-               "attempts", "refs", "text", "folders", "limits"}),
+               "attempts", "refs", "text", "folders", "limits", "telemetry"}),
 )
 """Top to bottom (DESIGN.md §2): entry points; agent; composition root; bus; pipeline;
 hooks / context; domain managers; store; core."""

@@ -204,6 +204,7 @@ def runtime_from_config(
                    recovery=RecoveryPolicy(max_failures=config.recovery.max_failures,
                                            backoff_s=config.recovery.backoff_s,
                                            max_backoff_s=config.recovery.max_backoff_s),
+                   telemetry=config.telemetry.enabled,
                    workers=WorkerSettings(
                        lease_ttl_s=config.workers.lease_ttl_s,
                        takeover_grace_s=config.workers.takeover_grace_s,

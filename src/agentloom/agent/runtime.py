@@ -84,6 +84,7 @@ from agentloom.store import Op, Store, WriteSet
 from agentloom.store.owners import check_owner
 from agentloom.store.ports import Fence
 from agentloom.store.records import OperationRecord, RunRecord, get_run, operations, runs
+from agentloom.telemetry import tracing
 from agentloom.workspace.scope import WorkspaceScopeError
 
 __all__ = ["RunError", "RunHandle", "RunResult", "Runtime", "SessionBusy"]
@@ -259,6 +260,8 @@ class Runtime:
         workdir: Path | str | None = None,
         keep_workspaces: bool = False,
         workers: WorkerSettings | None = None,
+        tracer_provider: Any = None,
+        telemetry: bool | None = None,
     ) -> None:
         """``hooks`` run in the order given: ``HookSpec``s (their ``handler.ref`` functions
         imported, or found in ``hook_functions``), functions decorated with
@@ -273,7 +276,10 @@ class Runtime:
         run it starts, so the run can be resumed from its file by id. ``workdir``: the
         folder every run works in by default (see ``start``); ``keep_workspaces``: a run's own
         folder is kept after it ends (its path is ``RunResult.workspace``). ``workers``: the
-        lease TTL, takeover grace and per-agent caps of the run queue (``agent.worker``)."""
+        lease TTL, takeover grace and per-agent caps of the run queue (``agent.worker``).
+        ``tracer_provider`` (an OpenTelemetry SDK provider) traces every run with it;
+        without one, ``telemetry`` (``telemetry.enabled``; ``None``: on when
+        ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set) turns tracing on (``agentloom.telemetry``)."""
         if not agents:
             raise ConfigError("a runtime needs at least one agent")
         self.agents = {a.name: a for a in agents}
@@ -291,6 +297,8 @@ class Runtime:
         self.workdir = workdir
         self.keep_workspaces = keep_workspaces
         self.workers = workers or WorkerSettings()
+        self.tracing = tracing(tracer_provider=tracer_provider, enabled=telemetry,
+                               models={a.name: a.model for a in agents})
         hook_list, functions = hook_specs(hooks, hook_functions)
         self.kernel = Kernel(store, hooks=hook_list, hook_functions=functions,
                              workspace_root=workspace_root, sandbox=sandbox_policy,
@@ -323,6 +331,7 @@ class Runtime:
                               edits=self.kernel.message_edits)
         self._live: dict[str, _Live] = {}
         self.kernel.bus.subscribe(self._on_notice)
+        self.kernel.bus.pipeline.tracer = self.tracing
 
     def _on_notice(self, kind: str, payload: dict[str, Any]) -> None:
         """Pass a hook's warning on to the run's live subscribers (the CLI prints it)."""
@@ -456,8 +465,7 @@ class Runtime:
         if run.status == "waiting":
             raise RunError(waiting_refusal(run), code="RUN_WAITING")
         if run.status == "pending":  # queued: take it now, as a worker would
-            return await self.take(self.kernel.claim(
-                run_id, lease_ttl_s=self.workers.lease_ttl_s, only_if_expired=not force))
+            return await self.take(self._claim(run, only_if_expired=not force))
         if run.status == "suspended" and not force and \
                 takeover_verdict(self.store, run, self.workers.takeover_grace_s)[0] != "take":
             raise RunError(suspended_refusal(run), code="RUN_SUSPENDED")
@@ -475,11 +483,30 @@ class Runtime:
         view = None
         if run.session_id:
             view = open_session(self.store, run.session_id, owner, seen=run.session_seen)
-        lease = self.kernel.claim(run_id, lease_ttl_s=self.workers.lease_ttl_s,
-                                  only_if_expired=not (force or gone))
-        if run.status == "suspended":  # --force: this process goes on with it
-            await self.kernel.update_run(lease, {"status": "running"})
+        lease = self._claim(run, only_if_expired=not (force or gone))
+        if "deadline" not in run.data:  # claimed from the queue, its holder died before it began
+            return await self.take(lease)
+        if run.status == "suspended":  # this process goes on with it
+            try:
+                await self.kernel.update_run(lease, {"status": "running"})
+            except FencedOut as exc:  # claimed again meanwhile: it is theirs
+                raise RunError(f"run {run_id} was taken by another process meanwhile: {exc}",
+                               code="LEASE_HELD") from exc
         return self._drive(lease, dict(run.data), view.history if view else ())
+
+    def _claim(self, run: RunRecord, *, only_if_expired: bool) -> RunLease:
+        """Take ``run``'s lease — only while its epoch is still the one just judged (a
+        compare-and-set: two workers that judged the same holder gone never both take it)."""
+        try:
+            return self.kernel.claim(run.run_id, lease_ttl_s=self.workers.lease_ttl_s,
+                                     only_if_expired=only_if_expired,
+                                     expect_epoch=run.lease_epoch)
+        except StoreError as exc:
+            if exc.code != "LEASE_HELD":
+                raise
+            raise RunError(f"run {run.run_id} was taken by another process meanwhile (its "
+                           f"lease epoch is no longer {run.lease_epoch}), so it was not taken",
+                           code="LEASE_HELD") from exc
 
     async def _suspend(self, run: RunRecord, why: str) -> None:
         """Report an interrupted run ``suspended``: its takeover could not confirm the old
@@ -544,6 +571,8 @@ class Runtime:
                 continue
             try:
                 taken.append(await self.resume(run_id))
+            except FencedOut:  # another worker took it between our claim and our first commit
+                left.append((run_id, "LEASE_HELD"))
             except (RunError, StoreError) as exc:
                 if exc.code not in ("RELEASE_CHANGED", "LEASE_HELD", "TAKEOVER_WAITING",
                                     "RUN_SUSPENDED"):
@@ -594,12 +623,13 @@ class Runtime:
         now = time.time()
         owner = OwnerRef(**data["owner"]) if "owner" in data else \
             OwnerRef(kind="agent", id=str(data.get("agent")), space_id=self.space_id)
-        if "deadline" not in data:  # its first claim
+        if "deadline" not in data:  # its first claim (or one whose holder died before it began)
             spec = self._agent(str(data.get("agent")))
             folder = self.workdir
-            lease = await self.kernel.open_run_workspace(
-                lease, owner=owner, keep=self.keep_workspaces,
-                workdir=Path(folder) if folder is not None else None)
+            if lease.workspace_scope_id is None:
+                lease = await self.kernel.open_run_workspace(
+                    lease, owner=owner, keep=self.keep_workspaces,
+                    workdir=Path(folder) if folder is not None else None)
             data.update(deadline=now + spec.limits.run_deadline_s, started_at=now)
         waited = data.pop("waiting", None)
         if isinstance(waited, dict) and isinstance(waited.get("since"), int | float):
@@ -725,6 +755,8 @@ class Runtime:
                     await live.task
         await self.kernel.close_mcp_sessions()  # of runs that never ended or let go
         await self.kernel.models.aclose()
+        if self.tracing is not None:
+            self.tracing.shutdown()
         self.kernel.close()
 
     # -- driving ------------------------------------------------------------------------------
@@ -750,7 +782,9 @@ class Runtime:
         if live.controls.stop_reason:
             live.cancel.set(live.controls.stop_reason)
         self._live[lease.run_id] = live
-        live.task = asyncio.ensure_future(self._main(live, history))
+        main = self._main(live, history)
+        live.task = asyncio.ensure_future(main if self.tracing is None else self.tracing.run(
+            lease.run_id, agent=data["agent"], session_id=data.get("session_id"), work=main))
         return RunHandle(self, live)
 
     async def _main(self, live: _Live, history: Sequence[Any]) -> RunResult:
@@ -766,7 +800,7 @@ class Runtime:
                              ctx=self._context(live, agent.name, run_id),
                              messages=initial_messages(agent, live.data["task"], history),
                              quota=live.quota)
-            outcome = await self.loop.run(inv, live.emit)
+            outcome = await self._invoke(inv, live)
             watcher.cancel()  # no renewal (which marks the run running) after its end commits
             result = await self._finish(live.lease, live.data, outcome)
             live.emit(RunEvent("run.finished", run_id, time.time(), result.to_dict()))
@@ -936,7 +970,14 @@ class Runtime:
         inv = Invocation(invocation_id=invocation_id,
                          agent=agent, ctx=self._context(live, executor, invocation_id),
                          messages=initial_messages(agent, task), root=False, quota=live.quota)
-        return await self.loop.run(inv, live.emit)
+        return await self._invoke(inv, live)
+
+    async def _invoke(self, inv: Invocation, live: _Live) -> LoopOutcome:
+        work = self.loop.run(inv, live.emit)
+        if self.tracing is None:
+            return await work
+        return await self.tracing.invocation(inv.invocation_id, run_id=live.lease.run_id,
+                                             agent=inv.agent.name, work=work)
 
 
 def _fenced_out(exc: BaseException) -> FencedOut | None:

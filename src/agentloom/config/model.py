@@ -548,6 +548,15 @@ class RecoveryConfig(_Strict):
         return self
 
 
+class TelemetryConfig(_Strict):
+    """``telemetry:`` — OpenTelemetry traces of runs (docs/telemetry.md; the ``agentloom[otel]``
+    extra). Not part of the release."""
+
+    enabled: StrictBool | None = None
+    """``true``: trace every run; ``false``: never; unset: trace when
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set."""
+
+
 class WorkersConfig(_Strict):
     """``workers:`` — how the runs of this configuration are shared among worker processes
     (``agentloom worker``, docs/workers.md). Not part of the release: changing it never
@@ -590,6 +599,7 @@ class Config(_Strict):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     recovery: RecoveryConfig = Field(default_factory=RecoveryConfig)
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     """MCP servers whose tools agents list as ``mcp.<server>.<tool>`` and ``kind: mcp`` hooks call
     (docs/mcp.md, docs/hooks.md)."""

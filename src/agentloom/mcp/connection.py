@@ -48,6 +48,7 @@ from agentloom.mcp.errors import (
 from agentloom.mcp.launch import LaunchContext, StdioLaunch
 from agentloom.mcp.profiles import declares_roots, handshake, log_level
 from agentloom.mcp.secrets import resolve_values, scrub
+from agentloom.telemetry import propagating, trace_headers_of_body
 from mcp import ClientSession, MCPError, stdio_client
 from mcp import types as mt
 
@@ -236,9 +237,24 @@ def new_http_client(headers: dict[str, str],
                     transport: httpx2.AsyncBaseTransport | None = None) -> httpx2.AsyncClient:
     """A client (its own TCP connection pool) for an HTTP server: ``headers`` (resolved) on
     every request; ``CONNECT_TIMEOUT_S`` to connect, 300 s to read (a long tool call);
-    ``transport``: e.g. ``oauth.BearerTransport`` (the server's stored OAuth grant)."""
-    return httpx2.AsyncClient(headers=headers, transport=transport,
+    ``transport``: e.g. ``oauth.BearerTransport`` (the server's stored OAuth grant). While a
+    runtime of this process traces, a request whose JSON-RPC ``params._meta`` carries the
+    caller's trace context (the ``mcp`` SDK writes it there) carries it as headers too."""
+    hooks = {"request": [_trace_headers]} if propagating() else None
+    return httpx2.AsyncClient(headers=headers, transport=transport, event_hooks=hooks,
                               timeout=httpx2.Timeout(CONNECT_TIMEOUT_S, read=300.0))
+
+
+async def _trace_headers(request: httpx2.Request) -> None:
+    """Send the trace context of the call this request belongs to as W3C headers: the
+    request is posted from the session's task, where the caller's context is not current."""
+    if request.method != "POST":
+        return
+    try:
+        body = request.content
+    except httpx2.RequestNotRead:  # a streamed body: no JSON-RPC message to read it from
+        return
+    request.headers.update(trace_headers_of_body(body))
 
 
 def _roots_callback(context: LaunchContext, params: Any) -> Any:

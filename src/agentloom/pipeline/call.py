@@ -355,7 +355,7 @@ class Call:
     async def _attempt(self, attempt_no: int, frozen: dict[str, Any]) -> ToolResult:
         ctx, spec = self.request.context, self.capability
         operation_id = self.state.operation_id
-        return await run_attempt(
+        attempt = run_attempt(
             self.handler,
             CapabilityRequest(operation_id=operation_id,
                               resource_version_id=spec.resource_version_id,
@@ -365,6 +365,8 @@ class Call:
                            cancel=ctx.cancel, workspace_scope_id=ctx.workspace_scope_id,
                            lease_epoch=ctx.lease_epoch),
         )
+        tracer = self.pipeline.tracer
+        return await (attempt if tracer is None else tracer.attempt(self.state, attempt_no, attempt))
 
     def _final_checks(self) -> tuple[Outcome, OperationError] | None:
         ctx, spec = self.request.context, self.capability

@@ -93,8 +93,10 @@ class HookChain:
             hook = self.hooks[position]
             event = self._event()
             ctx = call.request.context
-            run = self._refuse_misplaced_ask(
-                await manager.run(hook, event, cancel=ctx.cancel, deadline=ctx.deadline), hook)
+            running = manager.run(hook, event, cancel=ctx.cancel, deadline=ctx.deadline)
+            tracer = call.pipeline.tracer
+            run = self._refuse_misplaced_ask(await (running if tracer is None else tracer.hook(
+                state, hook_id=hook.hook_id, timing=timing, position=position, work=running)), hook)
             record: dict[str, Any] = {
                 "hook_id": hook.hook_id, "config_version": manager.version,
                 "input_version": state.payload_version, "status": run.status,

@@ -30,6 +30,7 @@ from agentloom.pipeline.ports import CapabilityHandler, Observer
 from agentloom.pipeline.records import OperationState, arguments_delta
 from agentloom.results import OperationResult
 from agentloom.store.ports import Store
+from agentloom.telemetry import CallTracer
 
 
 class InvocationPipeline:
@@ -52,6 +53,8 @@ class InvocationPipeline:
         self.context = context or ContextManager(store)
         self.observer = observer
         self.commits = CommitPath(store, coordinator, self.context)
+        self.tracer: CallTracer | None = None
+        """Spans of this pipeline's calls (``agentloom.telemetry``); ``None``: not traced."""
 
     # -- entry points ------------------------------------------------------------------
     async def invoke(self, request: Request, handler: CapabilityHandler) -> OperationResult:
@@ -163,7 +166,10 @@ class InvocationPipeline:
         return await Call(self, request, handler, state=state, spec=None).refuse(error)
 
     def observe(self, kind: str, state: OperationState) -> None:
-        """Tell the observer (if any) of ``kind`` (``operation.started`` / ``.completed``)."""
+        """Tell the tracer and the observer (if any) of ``kind`` (``operation.started`` /
+        ``.completed``)."""
+        if self.tracer is not None:
+            self.tracer.observe(kind, state)
         if self.observer is None:
             return
         payload: dict[str, Any] = {"operation_id": state.operation_id, "run_id": state.run_id,

@@ -13,7 +13,8 @@ name that resolves to a public address when checked and to a private one when co
 (DNS rebinding) cannot reach the private one. Loopback, private (RFC 1918, ULA), link-local
 (cloud metadata), CGNAT, multicast and reserved ranges are refused unless the hook's config
 says ``allow_private: true``. Header values may hold ``${VAR}``, read from the runtime's
-environment when the hook runs; those values never appear in a diagnostic or a record.
+environment when the hook runs; those values never appear in a diagnostic or a record. A
+traced run's request carries the W3C ``traceparent`` of the hook's span (``agentloom.telemetry``).
 
 Owns: one request per hook run and reading its answer. Does not own: the timeout (the
 ``HookManager``'s; the request's own is only a backstop).
@@ -38,6 +39,7 @@ from agentloom.hooks.runners._common import (
     excerpt,
 )
 from agentloom.hooks.spec import HookSpec
+from agentloom.telemetry import trace_headers
 
 MAX_BODY_BYTES = 1 << 20
 BACKSTOP_S = 2.0
@@ -60,7 +62,7 @@ class HttpHookRunner:
         port = url.port or (443 if url.scheme == "https" else 80)
         addresses = await _checked_addresses(host, port, allow_private=handler.allow_private,
                                              where=where)
-        headers = {**headers, "Host": url.netloc.rpartition("@")[2],
+        headers = {**trace_headers(), **headers, "Host": url.netloc.rpartition("@")[2],
                    "Content-Type": "application/json"}
         body = b""
         try:
