@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import pytest
 from tests.models_gateway.support import gateway, model_hook, request
-from tests.pipeline.support import Harness, harness, hook
+from tests.pipeline.support import Harness, harnesses, hook
 
 from agentloom import Kernel
 from agentloom.cancel import CancelToken
@@ -33,16 +33,8 @@ WAIT_S = 30.0
 
 @pytest.fixture
 async def make(durable_store_url: str) -> AsyncIterator[Callable[..., Awaitable[Harness]]]:
-    made: list[Harness] = []
-
-    async def factory(*args: Any, **kwargs: Any) -> Harness:
-        h = await harness(durable_store_url, *args, **kwargs)
-        made.append(h)
-        return h
-
-    yield factory
-    for h in made:
-        h.kernel.close()
+    async with harnesses(durable_store_url) as factory:
+        yield factory
 
 
 class Hostile(BaseException):

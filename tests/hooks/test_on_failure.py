@@ -12,23 +12,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-from tests.pipeline.support import Harness, harness, hook
+from tests.pipeline.support import Harness, harnesses, hook
 
 WAIT_S = 30.0
 
 
 @pytest.fixture
 async def make(durable_store_url: str) -> AsyncIterator[Callable[..., Awaitable[Harness]]]:
-    made: list[Harness] = []
-
-    async def factory(*args: Any, **kwargs: Any) -> Harness:
-        h = await harness(durable_store_url, *args, **kwargs)
-        made.append(h)
-        return h
-
-    yield factory
-    for h in made:
-        h.kernel.close()
+    async with harnesses(durable_store_url) as factory:
+        yield factory
 
 
 @pytest.mark.parametrize("on_failure", ["deny", "allow"])

@@ -1,21 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
 import pytest
-from tests.pipeline.support import Harness, harness
+from tests.pipeline.support import Harness, harnesses
 
 
 @pytest.fixture
 async def make(store_url: str) -> AsyncIterator[Callable[..., Awaitable[Harness]]]:
-    made: list[Harness] = []
-
-    async def factory(*args: Any, **kwargs: Any) -> Harness:
-        h = await harness(store_url, *args, **kwargs)
-        made.append(h)
-        return h
-
-    yield factory
-    for h in made:
-        h.kernel.close()
+    async with harnesses(store_url) as factory:
+        yield factory

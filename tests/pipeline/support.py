@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,3 +108,21 @@ async def harness(
     lease = await kernel.start_run()
     ctx = kernel.invocation_context(lease, release_id="rel", **ctx_kw)
     return Harness(kernel, tool, lease, ctx)
+
+
+@contextlib.asynccontextmanager
+async def harnesses(store_url: str) -> AsyncIterator[Callable[..., Awaitable[Harness]]]:
+    """A ``harness`` factory on ``store_url`` whose kernels are closed when the block ends (the
+    ``make`` fixture of the pipeline, hook and approval tests)."""
+    made: list[Harness] = []
+
+    async def factory(*args: Any, **kwargs: Any) -> Harness:
+        h = await harness(store_url, *args, **kwargs)
+        made.append(h)
+        return h
+
+    try:
+        yield factory
+    finally:
+        for h in made:
+            h.kernel.close()

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
-from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
 from agentloom.cli.errors import EXIT_OK
+from agentloom.cli.options import ConfigOpt, JsonOpt, StoreOpt
 from agentloom.cli.output import print_json, say, setup_logging, stderr_console, stdout_console
 from agentloom.cli.stores import resolve_store_url
 from agentloom.host.keys import create_key, list_keys, revoke_key
@@ -25,12 +25,6 @@ __all__ = ["keys_app"]
 
 keys_app = typer.Typer(no_args_is_help=True, help="API keys of the HTTP host (agentloom serve).")
 
-StoreOpt = Annotated[str | None, typer.Option(
-    "--store", metavar="URL", help="Store URL (sqlite:///path.db, postgresql://…). Default: "
-    "$AGENTLOOM_STORE, else the store of --config, else sqlite:///.agentloom/agentloom.db.")]
-ConfigOpt = Annotated[Path | None, typer.Option(
-    "--config", "-c", metavar="CONFIG", help="A config file; its store is used.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON value on stdout, nothing else.")]
 _T = TypeVar("_T")
 
 

@@ -1,7 +1,8 @@
 """The ``agentloom`` command (typer): ``run``, ``submit`` and ``workers list`` (``cli/queue.py``),
 ``runs list|show|events|resume|stop|supplement|approve|reject``, ``worker``, ``cleanup``,
-``owners delete`` (``cli/owners.py``), ``keys create|list|revoke`` (``cli/keys.py``), ``init``.
-Every command takes ``--json``; docs/cli.md is the reference.
+``owners delete`` (``cli/owners.py``), ``keys create|list|revoke`` (``cli/keys.py``),
+``serve`` (``cli/serve.py``), ``init``. Every command but ``serve`` (a server) takes ``--json``;
+docs/cli.md is the reference.
 
 Output discipline: with ``--json`` stdout holds exactly one JSON value and nothing else; logs,
 warnings and error messages always go to stderr. Exit codes are in ``cli.errors``. A command
@@ -33,6 +34,7 @@ from agentloom.cli.jsonl import append_jsonl
 from agentloom.cli.keys import keys_app
 from agentloom.cli.live import drive, run_sync
 from agentloom.cli.mcp import mcp_app
+from agentloom.cli.options import BesideStoreOpt, ConfigOpt, JsonOpt, RunIdArg, StoreOpt
 from agentloom.cli.output import (
     ReportingGroup,
     print_json,
@@ -45,6 +47,7 @@ from agentloom.cli.output import (
 from agentloom.cli.owners import owners_app
 from agentloom.cli.queue import approve, reject, submit, workers_app
 from agentloom.cli.scaffold import scaffold
+from agentloom.cli.serve import serve
 from agentloom.cli.skills import skills_app
 from agentloom.cli.stores import open_existing_store, resolve_store_url
 from agentloom.cli.views import run_detail, run_summaries
@@ -70,6 +73,7 @@ app.add_typer(hooks_app, name="hooks")
 app.add_typer(workers_app, name="workers")
 app.add_typer(keys_app, name="keys")
 app.command()(submit)
+app.command()(serve)
 runs_app.command("approve")(approve)
 runs_app.command("reject")(reject)
 
@@ -92,21 +96,6 @@ def _global_options(
     """Run AgentLoom agents from a YAML config and inspect their runs."""
     # --debug is read by ReportingGroup from the command line: a failure can come before
     # this callback runs (a bad option) and after it has returned.
-
-# -- shared options --------------------------------------------------------------------------
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON value on stdout, nothing else.")]
-StoreOpt = Annotated[str | None, typer.Option(
-    "--store", metavar="URL", help="Store URL (sqlite:///path.db, postgresql://…). Default: "
-    "$AGENTLOOM_STORE, else the store of --config, else sqlite:///.agentloom/agentloom.db.")]
-BesideStoreOpt = Annotated[str | None, typer.Option(
-    "--store", metavar="URL", help="Store URL (sqlite:///path.db, postgresql://…). Default: "
-    "$AGENTLOOM_STORE, else sqlite:///.agentloom/agentloom.db in the folder of CONFIG.")]
-ConfigOpt = Annotated[Path | None, typer.Option(
-    "--config", "-c", metavar="CONFIG", help="A config file; its store is used (see --store).")]
-RunIdArg = Annotated[str, typer.Argument(metavar="RUN_ID", help="The run's id (see `runs list`).",
-                                         show_default=False)]
-
 
 # -- run / resume ----------------------------------------------------------------------------
 

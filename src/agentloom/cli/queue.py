@@ -18,6 +18,7 @@ from agentloom.agent.configured import runtime_from_config
 from agentloom.agent.worker import live_workers
 from agentloom.approvals import answer
 from agentloom.cli.errors import EXIT_OK, UsageFailure
+from agentloom.cli.options import ConfigOpt, JsonOpt, StoreOpt
 from agentloom.cli.output import print_json, say, setup_logging, stdout_console
 from agentloom.cli.stores import open_existing_store, resolve_store_url
 from agentloom.config import load_config
@@ -117,12 +118,6 @@ OperationArg = Annotated[str, typer.Argument(
 ReasonOpt = Annotated[str | None, typer.Option(
     "--reason", metavar="TEXT", help="Why; recorded with the answer (a rejection's reason is "
     "what the model is told).")]
-StoreOpt = Annotated[str | None, typer.Option(
-    "--store", metavar="URL", help="Store URL (sqlite:///path.db, postgresql://…). Default: "
-    "$AGENTLOOM_STORE, else the store of --config, else sqlite:///.agentloom/agentloom.db.")]
-ConfigOpt = Annotated[Path | None, typer.Option(
-    "--config", "-c", metavar="CONFIG", help="A config file; its store is used.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON value on stdout, nothing else.")]
 
 
 def approve(run_id: RunArg, operation: OperationArg, reason: ReasonOpt = None,

@@ -1,0 +1,90 @@
+"""Who is asking, and what they may see: every ``/v1`` request authenticates with its API key
+and reads or controls only its principal's runs.
+
+A run of another principal — and a run started from the CLI or Python, which has none — is
+answered exactly like a run that does not exist (``problems.not_found_run``): never a 403
+that would confirm it is there.
+
+Owns: the principal of a request, the owned-run lookup, reading a JSON body. Does not own the
+keys (``host.keys``) nor the routes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, get_args
+
+from starlette.requests import Request
+
+from agentloom.host.keys import AuthError, authenticate
+from agentloom.host.problems import Problem, not_found_run
+from agentloom.refs import Principal
+from agentloom.results import RunStatus
+from agentloom.store import Store
+from agentloom.store.records import RunRecord
+
+__all__ = ["RUN_STATUSES", "field", "json_body", "owned_run", "principal_of"]
+
+RUN_STATUSES = frozenset(get_args(RunStatus))
+UNAUTHENTICATED = ("a valid API key is required: send it in the Authorization header with the "
+                   "Bearer scheme (agentloom keys create makes one)")
+
+
+def principal_of(request: Request, store: Store) -> Principal:
+    """The principal of the request's ``Authorization: Bearer KEY``; a 401 problem else."""
+    try:
+        return authenticate(store, request.headers.get("authorization"))
+    except AuthError:
+        raise Problem(401, "UNAUTHENTICATED", UNAUTHENTICATED) from None
+
+
+def owns(row: dict[str, Any] | None, principal: Principal) -> bool:
+    return row is not None and row.get("actor") == principal.actor \
+        and row.get("project") == principal.project
+
+
+def owned_run(store: Store, run_id: str, principal: Principal) -> RunRecord:
+    """The run ``run_id`` when ``principal`` owns it; the not-found problem otherwise."""
+    row = store.get("runs", {"run_id": run_id})
+    if not owns(row, principal):
+        raise not_found_run(run_id)
+    assert row is not None
+    return RunRecord.from_row(row, lenient=True)
+
+
+async def json_body(request: Request, *, optional: bool = False) -> dict[str, Any]:
+    """The request's JSON object (``optional``: an empty body is ``{}``); a 400 problem for
+    anything else."""
+    raw = await request.body()
+    if not raw.strip():
+        if optional:
+            return {}
+        raise Problem(400, "INVALID_REQUEST", "the request needs a JSON object body")
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise Problem(400, "INVALID_REQUEST", f"the body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise Problem(400, "INVALID_REQUEST",
+                      f"the body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+def field(body: dict[str, Any], name: str, kind: type | tuple[type, ...], *,
+          required: bool = False, default: Any = None) -> Any:
+    """``body[name]`` checked to be of ``kind`` (a bool is never an int here); a 400 problem
+    naming the field when it is missing (``required``) or of another type."""
+    if name not in body or body[name] is None:
+        if required:
+            raise Problem(400, "INVALID_REQUEST", f"the body needs the field {name!r}")
+        return default
+    value = body[name]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        names = " or ".join(_JSON_TYPE.get(k, k.__name__) for k in kinds)
+        raise Problem(400, "INVALID_REQUEST", f"the field {name!r} must be {names}, got "
+                      f"{json.dumps(value)[:80]}")
+    return value
+
+
+_JSON_TYPE = {str: "a string", int: "an integer", bool: "true or false", float: "a number"}

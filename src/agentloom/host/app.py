@@ -1,0 +1,153 @@
+"""The host's ASGI app (starlette): the ``/v1`` routes on one ``Runtime``, health, readiness
+and the OpenAPI document.
+
+::
+
+    app = create_app(runtime, views=RunViews(...), execute=True, concurrency=4)
+    uvicorn.run(app, host="127.0.0.1", port=8700)     # agentloom serve does this
+
+Every ``/v1`` route authenticates (``Authorization: Bearer KEY``) and acts for that key's
+principal only. Every failure is a problem-details response (``host.problems``): a route's
+``AgentLoomError`` keeps its code, an unknown route or method is one too, and an unexpected
+exception is a bare 500 (logged, no traceback in the answer). With ``execute`` the app's
+lifespan runs a ``Worker`` (``concurrency`` runs at once) that drives the queued runs and
+stops it gracefully on shutdown (its runs go back to the queue at their next step); without
+it, ``agentloom worker`` processes drive them.
+
+Owns: routing, authentication per request, error mapping, the lifespan. Does not own what the
+routes do (``routes_runs``, ``events``, ``workspace``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from agentloom.agent.runtime import Runtime
+from agentloom.agent.worker import Worker
+from agentloom.host import events, routes_runs, workspace
+from agentloom.host.access import principal_of
+from agentloom.host.openapi import openapi_document
+from agentloom.host.problems import Problem, from_error, problem_response
+from agentloom.host.views import RunViews
+from agentloom.refs import Principal
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Request, Runtime, Principal], Awaitable[Response]]
+
+
+def _version() -> str:
+    try:
+        return package_version("agentloom")
+    except PackageNotFoundError:
+        return "0"
+
+
+def _authed(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """``handler`` behind authentication, its failures answered as problems."""
+    async def endpoint(request: Request) -> Response:
+        runtime: Runtime = request.app.state.runtime
+        try:
+            return await handler(request, runtime, principal_of(request, runtime.store))
+        except Exception as exc:  # every failure is a problem, none a traceback
+            found = from_error(exc)
+            headers = {"WWW-Authenticate": "Bearer"} if found.status == 401 else None
+            return problem_response(found, headers)
+    endpoint.__name__ = handler.__name__
+    return endpoint
+
+
+async def _health(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def _ready(request: Request) -> Response:
+    runtime: Runtime = request.app.state.runtime
+    try:
+        runtime.store.query("runs", limit=1)
+    except Exception as exc:
+        log.warning("the store does not answer: %s", exc)
+        return problem_response(Problem(503, "STORE_UNAVAILABLE", "the store does not answer"))
+    return JSONResponse({"status": "ready"})
+
+
+async def _openapi(request: Request) -> Response:
+    return JSONResponse(request.app.state.openapi)
+
+
+async def _http_problem(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(exc.status_code, "INVALID_REQUEST")
+    detail = (f"no route {request.method} {request.url.path}" if exc.status_code in (404, 405)
+              else str(exc.detail))
+    return problem_response(Problem(exc.status_code, code, detail), exc.headers)
+
+
+async def _internal(request: Request, exc: Exception) -> Response:
+    return problem_response(from_error(exc))
+
+
+def _routes() -> list[Route]:
+    run = "/v1/runs/{run_id}"
+    return [
+        Route("/health", _health, methods=["GET"]),
+        Route("/ready", _ready, methods=["GET"]),
+        Route("/openapi.json", _openapi, methods=["GET"]),
+        Route("/v1/runs", _authed(routes_runs.create_run), methods=["POST"]),
+        Route("/v1/runs", _authed(routes_runs.list_runs), methods=["GET"]),
+        Route(run, _authed(routes_runs.get_run_view), methods=["GET"]),
+        Route(run + "/operations", _authed(routes_runs.list_operations), methods=["GET"]),
+        Route(run + "/stop", _authed(routes_runs.stop_run), methods=["POST"]),
+        Route(run + "/supplement", _authed(routes_runs.supplement_run), methods=["POST"]),
+        Route(run + "/resume", _authed(routes_runs.resume_run), methods=["POST"]),
+        Route(run + "/operations/{operation_id}/approve", _authed(routes_runs.approve),
+              methods=["POST"]),
+        Route(run + "/operations/{operation_id}/reject", _authed(routes_runs.reject),
+              methods=["POST"]),
+        Route(run + "/events", _authed(events.stream_events), methods=["GET"]),
+        Route(run + "/workspace", _authed(workspace.list_workspace), methods=["GET"]),
+        Route(run + "/workspace/{path:path}", _authed(workspace.read_workspace_file),
+              methods=["GET"]),
+    ]
+
+
+def create_app(runtime: Runtime, *, views: RunViews, execute: bool = True,
+               concurrency: int = 1, wait_s: float = routes_runs.WAIT_S) -> Starlette:
+    """The host on ``runtime``, showing runs with ``views`` (``cli.serve`` passes the CLI's).
+    ``execute``: this process also drives queued runs (a ``Worker`` of ``concurrency``);
+    ``wait_s``: the longest a ``"wait": true`` create waits. The runtime is closed when the
+    app shuts down."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        worker = Worker(runtime, concurrency=concurrency) if execute else None
+        task = asyncio.create_task(worker.run()) if worker is not None else None
+        try:
+            yield
+        finally:
+            if worker is not None and task is not None:
+                worker.stop()
+                with contextlib.suppress(Exception):
+                    await task
+            await runtime.aclose()
+
+    app = Starlette(routes=_routes(), lifespan=lifespan, exception_handlers={
+        HTTPException: _http_problem, Exception: _internal})
+    app.state.runtime = runtime
+    app.state.views = views
+    app.state.wait_s = wait_s
+    app.state.openapi = openapi_document(_version())
+    return app

@@ -1,0 +1,79 @@
+"""``GET /v1/runs/{run_id}/events``: a run's low-frequency events as Server-Sent Events.
+
+Each event is the JSON of one ``RunEvent`` (``agent.events.run_events``: run start and end,
+model and tool call starts and ends — never a token), its SSE ``event:`` the event type and
+its ``id:`` its position in the run's events (1, 2, …). A client that reconnects with
+``Last-Event-ID: N`` gets the events after the N-th. The stream follows the store (every
+``POLL_S``), so it is the same whichever process drives the run, and ends after the run's
+``run.finished``; while nothing happens a comment line keeps proxies from closing it.
+
+Owns: the stream's framing and its end. Does not own the events (``agent.events``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+
+from agentloom.agent.events import RunEvent, run_events
+from agentloom.agent.runtime import Runtime
+from agentloom.host.access import owned_run
+from agentloom.host.problems import Problem
+from agentloom.refs import Principal
+from agentloom.store import Store
+
+__all__ = ["POLL_S", "format_event", "run_event_stream", "stream_events"]
+
+POLL_S = 0.2
+KEEPALIVE_S = 15.0
+MEDIA_TYPE = "text/event-stream"
+
+
+def format_event(position: int, event: RunEvent) -> str:
+    """One SSE message: ``id``, ``event`` and the event's JSON on one ``data`` line."""
+    data = json.dumps(event.to_dict(), separators=(",", ":"), default=str)
+    return f"id: {position}\nevent: {event.type}\ndata: {data}\n\n"
+
+
+async def run_event_stream(store: Store, run_id: str, after: int = 0,
+                           poll_s: float = POLL_S) -> AsyncIterator[str]:
+    """The run's events after the ``after``-th, as SSE messages, until its ``run.finished``."""
+    sent = after
+    quiet_since = time.monotonic()
+    while True:
+        events = run_events(store, run_id)
+        for position, event in enumerate(events[sent:], start=sent + 1):
+            yield format_event(position, event)
+            quiet_since = time.monotonic()
+        sent = max(sent, len(events))
+        if events and events[-1].type == "run.finished":
+            return
+        if time.monotonic() - quiet_since >= KEEPALIVE_S:
+            yield ": keep-alive\n\n"
+            quiet_since = time.monotonic()
+        await asyncio.sleep(poll_s)
+
+
+def _last_event_id(request: Request) -> int:
+    raw = request.headers.get("last-event-id", "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit():
+        raise Problem(400, "INVALID_REQUEST", f"the header 'Last-Event-ID' must be an event id "
+                      f"this stream gave (a whole number), got {raw[:40]!r}")
+    return int(raw)
+
+
+async def stream_events(request: Request, runtime: Runtime,
+                        principal: Principal) -> StreamingResponse:
+    """The route: the principal's run only (another owner's is the missing-run 404)."""
+    run = owned_run(runtime.store, request.path_params["run_id"], principal)
+    after = _last_event_id(request)
+    return StreamingResponse(run_event_stream(runtime.store, run.run_id, after),
+                             media_type=MEDIA_TYPE,
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -1,0 +1,257 @@
+"""The host's contract: one OpenAPI 3.1 document (``GET /openapi.json``), written by hand
+beside the routes it describes — every route, its request and response schemas (JSON Schema
+2020-12), the bearer security scheme and the problem responses. The tests validate real
+responses against it.
+
+Owns: the document. Does not own the routes (a route added without its entry here fails the
+contract test).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["openapi_document"]
+
+_NULL_STR = {"type": ["string", "null"]}
+_NULL_NUM = {"type": ["number", "null"]}
+_ANY: dict[str, Any] = {}
+
+SCHEMAS: dict[str, Any] = {
+    "Problem": {
+        "type": "object", "description": "RFC 9457 problem details; code is the CLI's error code.",
+        "required": ["type", "title", "status", "detail", "code"],
+        "properties": {"type": {"type": "string"}, "title": {"type": "string"},
+                       "status": {"type": "integer"}, "detail": {"type": "string"},
+                       "code": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"}},
+    },
+    "RunStatus": {"type": "string", "enum": ["pending", "running", "waiting", "suspended",
+                                             "interrupted", "succeeded", "failed",
+                                             "cancelled", "timed_out"]},
+    "RunCreate": {
+        "type": "object", "required": ["task"],
+        "properties": {
+            "task": {"type": "string", "minLength": 1},
+            "agent": {"type": "string", "description": "default: main (or the first agent)"},
+            "wait": {"type": "boolean", "description": "wait (at most 60 s) until the run "
+                     "ended or waits for a person"},
+            "priority": {"type": "integer", "minimum": -2147483647, "maximum": 2147483647}},
+    },
+    "Run": {
+        "type": "object", "description": "agentloom runs show --json, without operations",
+        "required": ["run_id", "status", "agent", "task", "output", "error", "diagnosis",
+                     "created_at", "updated_at", "actor", "project"],
+        "properties": {
+            "run_id": {"type": "string"}, "status": {"$ref": "#/components/schemas/RunStatus"},
+            "agent": _NULL_STR, "task": _NULL_STR, "session_id": _NULL_STR,
+            "release_id": _NULL_STR, "sandbox_backend": _NULL_STR,
+            "created_at": {"type": "number"}, "updated_at": {"type": "number"},
+            "lease_epoch": {"type": "integer"}, "lease_owner": _NULL_STR,
+            "lease_expires_at": _NULL_NUM, "output": _ANY,
+            "error": {"type": ["object", "null"]}, "failures": {"type": ["object", "null"]},
+            "steps": {"type": ["integer", "null"]},
+            "usage": {"type": "object"}, "duration_s": _NULL_NUM,
+            "warnings": {"type": "array", "items": {"type": "object"}},
+            "cleanup": {"type": ["object", "null"]},
+            "diagnosis": {"type": ["object", "null"]},
+            "actor": {"type": "string"}, "project": {"type": "string"}},
+    },
+    "RunSummary": {
+        "type": "object",
+        "required": ["run_id", "status", "agent", "created_at", "updated_at", "task", "output"],
+        "properties": {"run_id": {"type": "string"},
+                       "status": {"$ref": "#/components/schemas/RunStatus"},
+                       "agent": _NULL_STR, "created_at": {"type": "number"},
+                       "updated_at": {"type": "number"}, "task": {"type": "string"},
+                       "output": _ANY},
+    },
+    "RunList": {
+        "type": "object", "required": ["items", "next_cursor"],
+        "properties": {"items": {"type": "array",
+                                 "items": {"$ref": "#/components/schemas/RunSummary"}},
+                       "next_cursor": {**_NULL_STR, "description": "null on the last page"}},
+    },
+    "Operation": {
+        "type": "object", "description": "one operation as agentloom runs show --json gives it",
+        "required": ["operation_id", "capability", "kind", "phase", "status", "attempts",
+                     "hooks", "proposed_arguments", "executed_arguments", "raw_result",
+                     "effective_result", "arguments_changed", "result_changed"],
+        "properties": {
+            "operation_id": {"type": "string"}, "capability": {"type": "string"},
+            "kind": {"enum": ["model", "tool", "delegation"]}, "phase": {"type": "string"},
+            "status": {"enum": ["running", "succeeded", "failed", "denied", "unknown",
+                                "cancelled"]},
+            "outcome": _NULL_STR,
+            "attempts": {"type": "object", "required": ["count", "items"],
+                         "properties": {"count": {"type": "integer"},
+                                        "items": {"type": "array"}}},
+            "hooks": {"type": "array", "items": {"type": "object"}},
+            "proposed_arguments": {"type": "object"},
+            "executed_arguments": {"type": ["object", "null"]},
+            "arguments_changed": {"type": "boolean"},
+            "raw_result": _NULL_STR, "effective_result": _NULL_STR,
+            "result_changed": {"type": "boolean"}},
+    },
+    "OperationList": {
+        "type": "object", "required": ["run_id", "items"],
+        "properties": {"run_id": {"type": "string"},
+                       "items": {"type": "array",
+                                 "items": {"$ref": "#/components/schemas/Operation"}}},
+    },
+    "Control": {
+        "type": "object", "required": ["run_id", "status"],
+        "properties": {"run_id": {"type": "string"},
+                       "status": {"$ref": "#/components/schemas/RunStatus"}},
+    },
+    "Stop": {"type": "object", "properties": {"reason": {"type": "string"}}},
+    "Supplement": {"type": "object", "required": ["text"],
+                   "properties": {"text": {"type": "string"}}},
+    "Answer": {"type": "object", "properties": {"reason": {"type": "string"}}},
+    "Answered": {
+        "type": "object",
+        "required": ["run_id", "operation_id", "status", "answer", "actor", "run_status"],
+        "properties": {"run_id": {"type": "string"}, "operation_id": {"type": "string"},
+                       "status": {"enum": ["approved", "rejected", "expired"]},
+                       "answer": {"enum": ["approve", "deny", None]},
+                       "reason": _NULL_STR, "actor": _NULL_STR, "answered_at": _NULL_NUM,
+                       "run_status": {"$ref": "#/components/schemas/RunStatus"}},
+    },
+    "WorkspaceListing": {
+        "type": "object", "required": ["run_id", "files"],
+        "properties": {"run_id": {"type": "string"}, "files": {"type": "array", "items": {
+            "type": "object", "required": ["path", "size", "modified_at"],
+            "properties": {"path": {"type": "string"}, "size": {"type": "integer"},
+                           "modified_at": {"type": "number"}}}}},
+    },
+    "RunEvent": {
+        "type": "object", "description": "one SSE data line (agentloom runs events --json)",
+        "required": ["type", "run_id", "at"],
+        "properties": {"type": {"type": "string"}, "run_id": {"type": "string"},
+                       "at": {"type": "number"}},
+    },
+    "Health": {"type": "object", "required": ["status"],
+               "properties": {"status": {"enum": ["ok", "ready"]}}},
+}
+
+
+def _problem(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/problem+json": {
+        "schema": {"$ref": "#/components/schemas/Problem"}}}}
+
+
+def _json(schema: str, description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {
+        "schema": {"$ref": f"#/components/schemas/{schema}"}}}}
+
+
+def _body(schema: str, *, required: bool = True) -> dict[str, Any]:
+    return {"required": required, "content": {"application/json": {
+        "schema": {"$ref": f"#/components/schemas/{schema}"}}}}
+
+
+_RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
+_OP_ID = {"name": "operation_id", "in": "path", "required": True, "schema": {"type": "string"}}
+_AUTH_FAILS = {"401": _problem("no valid API key"),
+               "404": _problem("no such run — or another owner's (the same answer)"),
+               "500": _problem("an unexpected failure (logged; no internals)")}
+
+
+def _op(summary: str, ok: dict[str, Any], *, status: str = "200", params: tuple[Any, ...] = (),
+        body: dict[str, Any] | None = None, extra: dict[str, Any] | None = None,
+        op_id: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"operationId": op_id, "summary": summary, "parameters": list(params),
+                           "responses": {status: ok, **_AUTH_FAILS, **(extra or {})}}
+    if body is not None:
+        out["requestBody"] = body
+    return out
+
+
+def _paths() -> dict[str, Any]:
+    conflict = {"409": _problem("the run's state does not allow it (the code says why)"),
+                "400": _problem("a bad request body (the detail names the field)")}
+    answer_extra = {"409": _problem("APPROVAL_ALREADY_ANSWERED, …"),
+                    "400": _problem("a bad request body")}
+    return {
+        "/v1/runs": {
+            "post": _op("Create a run for the key's principal", _json("Run", "the run"),
+                        status="201", body=_body("RunCreate"), op_id="createRun",
+                        extra={"400": _problem("a bad request (the detail names the field)")}),
+            "get": _op("List the principal's runs, newest first", _json("RunList", "a page"),
+                       op_id="listRuns", params=(
+                           {"name": "status", "in": "query",
+                            "schema": {"$ref": "#/components/schemas/RunStatus"}},
+                           {"name": "agent", "in": "query", "schema": {"type": "string"}},
+                           {"name": "limit", "in": "query",
+                            "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
+                           {"name": "cursor", "in": "query", "schema": {"type": "string"}}),
+                       extra={"400": _problem("a bad filter or cursor")}),
+        },
+        "/v1/runs/{run_id}": {"get": _op("One run", _json("Run", "the run"), params=(_RUN_ID,),
+                                         op_id="getRun")},
+        "/v1/runs/{run_id}/operations": {"get": _op(
+            "The run's operations (proposed vs executed arguments, raw vs effective results, "
+            "hooks, attempts)", _json("OperationList", "the operations, oldest first"),
+            params=(_RUN_ID,), op_id="listOperations")},
+        "/v1/runs/{run_id}/stop": {"post": _op(
+            "Stop the run", _json("Control", "the stop was recorded"), status="202",
+            params=(_RUN_ID,), body=_body("Stop", required=False), extra=conflict,
+            op_id="stopRun")},
+        "/v1/runs/{run_id}/supplement": {"post": _op(
+            "Add input for the root's next turn", _json("Control", "recorded"), status="202",
+            params=(_RUN_ID,), body=_body("Supplement"), extra=conflict,
+            op_id="supplementRun")},
+        "/v1/runs/{run_id}/resume": {"post": _op(
+            "Go on with the run in this process", _json("Control", "it goes on"),
+            status="202", params=(_RUN_ID,), extra=conflict, op_id="resumeRun")},
+        "/v1/runs/{run_id}/operations/{operation_id}/approve": {"post": _op(
+            "Approve a call a hook asked a person about", _json("Answered", "answered"),
+            params=(_RUN_ID, _OP_ID), body=_body("Answer", required=False),
+            extra=answer_extra, op_id="approveOperation")},
+        "/v1/runs/{run_id}/operations/{operation_id}/reject": {"post": _op(
+            "Reject a call a hook asked a person about", _json("Answered", "answered"),
+            params=(_RUN_ID, _OP_ID), body=_body("Answer", required=False),
+            extra=answer_extra, op_id="rejectOperation")},
+        "/v1/runs/{run_id}/events": {"get": _op(
+            "The run's low-frequency events as Server-Sent Events (id = position; honours "
+            "Last-Event-ID; ends with run.finished)",
+            {"description": "an event stream; each data line is a RunEvent",
+             "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+            params=(_RUN_ID, {"name": "Last-Event-ID", "in": "header",
+                              "schema": {"type": "string", "pattern": "^[0-9]+$"}}),
+            extra={"400": _problem("a bad Last-Event-ID")}, op_id="runEvents")},
+        "/v1/runs/{run_id}/workspace": {"get": _op(
+            "The files of the run's workspace", _json("WorkspaceListing", "relative paths"),
+            params=(_RUN_ID,), op_id="listWorkspace")},
+        "/v1/runs/{run_id}/workspace/{path}": {"get": _op(
+            "One file of the run's workspace (beneath its root only)",
+            {"description": "the file's bytes", "content": {"application/octet-stream": {
+                "schema": {"type": "string", "format": "binary"}}}},
+            params=(_RUN_ID, {"name": "path", "in": "path", "required": True,
+                              "schema": {"type": "string"}}),
+            extra={"400": _problem("a path that is not a file"),
+                   "413": _problem("a file too large to serve")}, op_id="readWorkspaceFile")},
+        "/health": {"get": {"operationId": "health", "summary": "The process is up",
+                            "security": [], "responses": {"200": _json("Health", "up")}}},
+        "/ready": {"get": {"operationId": "ready", "summary": "The store answers",
+                           "security": [], "responses": {
+                               "200": _json("Health", "ready"),
+                               "503": _problem("the store does not answer")}}},
+    }
+
+
+def openapi_document(version: str) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the host at package ``version``."""
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "AgentLoom host", "version": version,
+                 "description": "Runs for an authenticated principal (an actor in a project)."
+                 " Errors are RFC 9457 problem details with the CLI's error codes."},
+        "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+        "security": [{"bearer": []}],
+        "paths": _paths(),
+        "components": {
+            "schemas": SCHEMAS,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
+                                           "description": "agentloom keys create prints one"}},
+        },
+    }

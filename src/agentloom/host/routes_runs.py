@@ -1,0 +1,225 @@
+"""The ``/v1/runs`` routes: create, read, list and control the requesting principal's runs.
+
+Every handler gets the request's principal (``access.principal_of``) and acts only on that
+principal's runs; another owner's run is the same 404 as a missing one. Views reuse what
+``agentloom runs show --json`` prints (``cli.views``, handed in as ``host.views.RunViews``):
+a run is ``run_detail`` without its ``operations`` (they have their own route), with
+``actor`` and ``project``.
+
+Owns: the run routes' request parsing and responses. Does not own running anything (the
+``Runtime``), the SSE stream (``host.events``) nor workspace files (``host.workspace``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from agentloom.agent.leases import is_interrupted
+from agentloom.agent.runtime import Runtime
+from agentloom.host.access import RUN_STATUSES, field, json_body, owned_run
+from agentloom.host.problems import Problem, not_found_run
+from agentloom.host.views import RunViews
+from agentloom.refs import Principal
+from agentloom.store import Store
+from agentloom.store.records import RunRecord, operations
+
+__all__ = ["approve", "create_run", "get_run_view", "list_operations", "list_runs",
+           "reject", "resume_run", "run_view", "stop_run", "supplement_run"]
+
+WAIT_S = 60.0  # the longest a ``"wait": true`` create waits before it answers
+POLL_S = 0.2
+SETTLED = frozenset({"succeeded", "failed", "cancelled", "timed_out", "waiting"})
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+PRIORITY_BOUND = 2**31 - 1  # the store's integer column
+
+
+def run_view(views: RunViews, store: Store, run_id: str) -> dict[str, Any]:
+    """A run as the API gives it: ``runs show --json`` without ``operations``."""
+    detail = views.run_detail(store, run_id)
+    if detail is None:
+        raise not_found_run(run_id)
+    detail.pop("operations", None)
+    row = store.get("runs", {"run_id": run_id}) or {}
+    return {**detail, "actor": row.get("actor"), "project": row.get("project")}
+
+
+async def create_run(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
+    """``POST /v1/runs``: queue a run for the principal; ``"wait": true`` waits (at most
+    ``WAIT_S``) until it ended or waits for a person."""
+    body = await json_body(request)
+    task = field(body, "task", str, required=True)
+    if not task.strip():
+        raise Problem(400, "INVALID_REQUEST", "the field 'task' must not be empty")
+    agent = field(body, "agent", str, default=None) or _default_agent(runtime)
+    if agent not in runtime.agents:
+        raise Problem(400, "INVALID_REQUEST", f"the field 'agent' names no agent of this "
+                      f"configuration: {agent!r}; agents: {sorted(runtime.agents)}")
+    wait = field(body, "wait", bool, default=False)
+    priority = field(body, "priority", int, default=0)
+    if not -PRIORITY_BOUND <= priority <= PRIORITY_BOUND:
+        raise Problem(400, "INVALID_REQUEST", f"the field 'priority' must be from "
+                      f"{-PRIORITY_BOUND} to {PRIORITY_BOUND}, got {priority}")
+    run_id = await runtime.submit(task, agent=agent, priority=priority, principal=principal)
+    if wait:
+        await _settle(runtime.store, run_id, request.app.state.wait_s)
+    return JSONResponse(run_view(request.app.state.views, runtime.store, run_id), status_code=201)
+
+
+def _default_agent(runtime: Runtime) -> str:
+    return "main" if "main" in runtime.agents else next(iter(runtime.agents))
+
+
+async def _settle(store: Store, run_id: str, wait_s: float) -> None:
+    """Until the run ended or waits for a person, or ``wait_s`` passed."""
+    until = time.monotonic() + wait_s
+    while time.monotonic() < until:
+        row = store.get("runs", {"run_id": run_id})
+        if row is None or row["status"] in SETTLED:
+            return
+        await asyncio.sleep(POLL_S)
+
+
+async def get_run_view(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
+    """``GET /v1/runs/{run_id}``."""
+    run = owned_run(runtime.store, request.path_params["run_id"], principal)
+    return JSONResponse(run_view(request.app.state.views, runtime.store, run.run_id))
+
+
+async def list_runs(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
+    """``GET /v1/runs?status=&agent=&limit=&cursor=``: the principal's runs, newest first, a
+    page at a time (``next_cursor`` is null on the last page)."""
+    query = request.query_params
+    where: dict[str, Any] = {"actor": principal.actor, "project": principal.project}
+    status = query.get("status")
+    if status is not None:
+        if status not in RUN_STATUSES:
+            raise Problem(400, "INVALID_REQUEST", f"the query parameter 'status' must be one "
+                          f"of {sorted(RUN_STATUSES)}, got {status!r}")
+        where["status"] = status
+    if query.get("agent") is not None:
+        where["agent"] = query["agent"]
+    limit = _limit(query.get("limit"))
+    after = _cursor(query["cursor"]) if query.get("cursor") else None
+    rows = runtime.store.query("runs", where, order_by=("created_at", "run_id"),
+                               descending=True)
+    if after is not None:
+        rows = [r for r in rows if (r["created_at"], r["run_id"]) < after]
+    page = rows[:limit]
+    more = len(rows) > limit
+    views = request.app.state.views
+    items = [_summary(views, RunRecord.from_row(r, lenient=True)) for r in page]
+    next_cursor = _encode_cursor(page[-1]) if more and page else None
+    return JSONResponse({"items": items, "next_cursor": next_cursor})
+
+
+def _summary(views: RunViews, run: RunRecord) -> dict[str, Any]:
+    """A run in a list: what ``agentloom runs list --json`` gives, with its output."""
+    return {"run_id": run.run_id,
+            "status": "interrupted" if is_interrupted(run) else run.stored_status,
+            "agent": run.agent, "created_at": run.created_at, "updated_at": run.updated_at,
+            "task": views.excerpt(run.task), "output": run.output}
+
+
+def _limit(raw: str | None) -> int:
+    if raw is None:
+        return DEFAULT_LIMIT
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise Problem(400, "INVALID_REQUEST", f"the query parameter 'limit' must be a whole "
+                      f"number from 1 to {MAX_LIMIT}, got {raw!r}")
+    return int(raw)
+
+
+def _encode_cursor(row: dict[str, Any]) -> str:
+    raw = json.dumps([row["created_at"], row["run_id"]]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _cursor(raw: str) -> tuple[float, str]:
+    """The position an opaque cursor names; a 400 problem for one this API did not make."""
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
+        created_at, run_id = decoded
+        if isinstance(created_at, bool) or not isinstance(created_at, int | float) \
+                or not isinstance(run_id, str):
+            raise ValueError(decoded)
+    except (ValueError, TypeError, binascii.Error):
+        raise Problem(400, "INVALID_CURSOR", "the query parameter 'cursor' is not a cursor "
+                      "this API gave (use next_cursor of the previous page as it is)") from None
+    return float(created_at), run_id
+
+
+async def list_operations(request: Request, runtime: Runtime,
+                          principal: Principal) -> JSONResponse:
+    """``GET /v1/runs/{run_id}/operations``: as ``runs show --json`` gives them."""
+    run = owned_run(runtime.store, request.path_params["run_id"], principal)
+    detail = request.app.state.views.operation_detail
+    items = [detail(runtime.store, op)
+             for op in operations(runtime.store, run.run_id, lenient=True)]
+    return JSONResponse({"run_id": run.run_id, "items": items})
+
+
+def _control(runtime: Runtime, run_id: str) -> JSONResponse:
+    row = runtime.store.get("runs", {"run_id": run_id}) or {}
+    return JSONResponse({"run_id": run_id, "status": row.get("status")}, status_code=202)
+
+
+async def stop_run(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
+    """``POST /v1/runs/{run_id}/stop`` ``{"reason"?}``."""
+    run = owned_run(runtime.store, request.path_params["run_id"], principal)
+    body = await json_body(request, optional=True)
+    reason = field(body, "reason", str, default=None) or f"stopped by {principal.actor}"
+    await runtime.stop(run.run_id, reason)
+    return _control(runtime, run.run_id)
+
+
+async def supplement_run(request: Request, runtime: Runtime,
+                         principal: Principal) -> JSONResponse:
+    """``POST /v1/runs/{run_id}/supplement`` ``{"text"}``: input for the root's next turn."""
+    run = owned_run(runtime.store, request.path_params["run_id"], principal)
+    body = await json_body(request)
+    text = field(body, "text", str, required=True)
+    await runtime.supplement(run.run_id, text)
+    return _control(runtime, run.run_id)
+
+
+async def resume_run(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
+    """``POST /v1/runs/{run_id}/resume``: this process goes on with the run now."""
+    run = owned_run(runtime.store, request.path_params["run_id"], principal)
+    await json_body(request, optional=True)
+    await runtime.resume(run.run_id)
+    return _control(runtime, run.run_id)
+
+
+async def approve(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
+    """``POST /v1/runs/{run_id}/operations/{operation_id}/approve`` ``{"reason"?}``."""
+    return await _answer(request, runtime, principal, approve=True)
+
+
+async def reject(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
+    """``POST /v1/runs/{run_id}/operations/{operation_id}/reject`` ``{"reason"?}``."""
+    return await _answer(request, runtime, principal, approve=False)
+
+
+async def _answer(request: Request, runtime: Runtime, principal: Principal, *,
+                  approve: bool) -> JSONResponse:
+    """Answer a waiting call of the principal's run, as the principal's actor."""
+    run = owned_run(runtime.store, request.path_params["run_id"], principal)
+    operation_id = request.path_params["operation_id"]
+    body = await json_body(request, optional=True)
+    reason = field(body, "reason", str, default=None)
+    how = runtime.approve if approve else runtime.reject
+    record = await how(run.run_id, operation_id, reason=reason, actor=principal.actor)
+    row = runtime.store.get("runs", {"run_id": run.run_id}) or {}
+    return JSONResponse({"run_id": run.run_id, "operation_id": operation_id,
+                         "status": record.status, "answer": record.answer,
+                         "reason": record.reason, "actor": record.actor,
+                         "answered_at": record.answered_at, "run_status": row.get("status")})
