@@ -54,13 +54,14 @@ STATUS_OF_CODE: dict[str, int] = {
 CONFLICT = 409  # a known AgentLoom error the request cannot go past in the run's state
 
 
-class Problem(Exception):
+class Problem(AgentLoomError):
     """A request that failed, as the problem-details body it is answered with."""
 
+    default_code = "REQUEST_FAILED"
+
     def __init__(self, status: int, code: str, detail: str) -> None:
-        super().__init__(detail)
+        super().__init__(redact_secrets(detail), code=code)
         self.status = status
-        self.code = code
         self.detail = redact_secrets(detail)
 
     def to_dict(self) -> dict[str, Any]:
