@@ -100,6 +100,10 @@ class Worker:
         for run_id in list(self._in_flight):
             self.runtime.release_at_next_step(run_id)
 
+    def wake(self) -> None:
+        """Look for work now: a run was queued by this very process (no NOTIFY needed)."""
+        self._changed.set()
+
     @property
     def stopping(self) -> bool:
         return self._stopping.is_set()
@@ -114,6 +118,7 @@ class Worker:
         await self._beat("live")
         try:
             while not self.stopping:
+                self._changed.clear()  # a wake-up from here on is seen by the wait below
                 took = await self._pass()
                 if self._held != sorted(self._in_flight):  # what it holds changed: say so
                     await self._beat("live")
@@ -124,7 +129,6 @@ class Worker:
                 if waker is None or waker.done():
                     timeout = settings.poll_s * random.uniform(1 - JITTER, 1 + JITTER)
                     waker = asyncio.ensure_future(asyncio.to_thread(listener.wait, timeout))
-                self._changed.clear()
                 changed: asyncio.Future[Any] = asyncio.ensure_future(self._changed.wait())
                 beat = max(0.05, self._beat_at + settings.lease_ttl_s / 3 - time.time())
                 wakers: set[asyncio.Future[Any]] = {waker, changed}

@@ -72,14 +72,17 @@ async def json_body(request: Request, *, optional: bool = False) -> dict[str, An
 
 def field(body: dict[str, Any], name: str, kind: type | tuple[type, ...], *,
           required: bool = False, default: Any = None) -> Any:
-    """``body[name]`` checked to be of ``kind`` (a bool is never an int here); a 400 problem
-    naming the field when it is missing (``required``) or of another type."""
+    """``body[name]`` checked to be of ``kind`` (a bool is never an int here, a number with a
+    zero fraction is one, as in JSON Schema); a 400 problem naming the field when it is
+    missing (``required``) or of another type."""
     if name not in body or body[name] is None:
         if required:
             raise Problem(400, "INVALID_REQUEST", f"the body needs the field {name!r}")
         return default
     value = body[name]
     kinds = kind if isinstance(kind, tuple) else (kind,)
+    if int in kinds and isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON Schema: 102.0 is an integer
     if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
         names = " or ".join(_JSON_TYPE.get(k, k.__name__) for k in kinds)
         raise Problem(400, "INVALID_REQUEST", f"the field {name!r} must be {names}, got "

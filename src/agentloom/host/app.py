@@ -1,5 +1,5 @@
-"""The host's ASGI app (starlette): the ``/v1`` routes on one ``Runtime``, health, readiness
-and the OpenAPI document.
+"""The host's ASGI app (starlette): the ``/v1`` routes on one ``Runtime``, health, readiness,
+the OpenAPI document and the web run inspector (``/ui``, no key: ``host.ui``).
 
 ::
 
@@ -31,7 +31,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from agentloom.agent.runtime import Runtime
 from agentloom.agent.worker import Worker
@@ -39,6 +39,7 @@ from agentloom.host import events, routes_runs, workspace
 from agentloom.host.access import principal_of
 from agentloom.host.openapi import openapi_document
 from agentloom.host.problems import Problem, from_error, problem_response
+from agentloom.host.ui import inspector_app
 from agentloom.host.views import RunViews
 from agentloom.refs import Principal
 
@@ -100,12 +101,13 @@ async def _internal(request: Request, exc: Exception) -> Response:
     return problem_response(from_error(exc))
 
 
-def _routes() -> list[Route]:
+def _routes() -> list[BaseRoute]:
     run = "/v1/runs/{run_id}"
     return [
         Route("/health", _health, methods=["GET"]),
         Route("/ready", _ready, methods=["GET"]),
         Route("/openapi.json", _openapi, methods=["GET"]),
+        Mount("/ui", app=inspector_app(), name="ui"),
         Route("/v1/runs", _authed(routes_runs.create_run), methods=["POST"]),
         Route("/v1/runs", _authed(routes_runs.list_runs), methods=["GET"]),
         Route(run, _authed(routes_runs.get_run_view), methods=["GET"]),
@@ -134,6 +136,7 @@ def create_app(runtime: Runtime, *, views: RunViews, execute: bool = True,
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         worker = Worker(runtime, concurrency=concurrency) if execute else None
+        app.state.worker = worker  # a run created here wakes it at once (``routes_runs``)
         task = asyncio.create_task(worker.run()) if worker is not None else None
         try:
             yield
@@ -149,5 +152,6 @@ def create_app(runtime: Runtime, *, views: RunViews, execute: bool = True,
     app.state.runtime = runtime
     app.state.views = views
     app.state.wait_s = wait_s
-    app.state.openapi = openapi_document(_version())
+    app.state.worker = None
+    app.state.openapi = openapi_document(_version(), agents=sorted(runtime.agents))
     return app

@@ -9,7 +9,10 @@ contract test).
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from typing import Any, get_args
+
+from agentloom.results import RunStatus
 
 __all__ = ["openapi_document"]
 
@@ -29,13 +32,16 @@ SCHEMAS: dict[str, Any] = {
                                              "interrupted", "succeeded", "failed",
                                              "cancelled", "timed_out"]},
     "RunCreate": {
-        "type": "object", "required": ["task"],
+        "type": "object", "required": ["task"], "description": "null is the same as absent",
         "properties": {
-            "task": {"type": "string", "minLength": 1},
-            "agent": {"type": "string", "description": "default: main (or the first agent)"},
-            "wait": {"type": "boolean", "description": "wait (at most 60 s) until the run "
-                     "ended or waits for a person"},
-            "priority": {"type": "integer", "minimum": -2147483647, "maximum": 2147483647}},
+            "task": {"type": "string", "pattern": "[^ \t\n\r]",
+                     "description": "not empty nor only spaces, tabs and line breaks"},
+            "agent": {"type": ["string", "null"],
+                      "description": "default: main (or the first agent)"},
+            "wait": {"type": ["boolean", "null"], "description": "wait (at most 60 s) until "
+                     "the run ended or waits for a person"},
+            "priority": {"type": ["integer", "null"], "minimum": -2147483647,
+                         "maximum": 2147483647}},
     },
     "Run": {
         "type": "object", "description": "agentloom runs show --json, without operations",
@@ -103,10 +109,10 @@ SCHEMAS: dict[str, Any] = {
         "properties": {"run_id": {"type": "string"},
                        "status": {"$ref": "#/components/schemas/RunStatus"}},
     },
-    "Stop": {"type": "object", "properties": {"reason": {"type": "string"}}},
+    "Stop": {"type": "object", "properties": {"reason": _NULL_STR}},
     "Supplement": {"type": "object", "required": ["text"],
                    "properties": {"text": {"type": "string"}}},
-    "Answer": {"type": "object", "properties": {"reason": {"type": "string"}}},
+    "Answer": {"type": "object", "properties": {"reason": _NULL_STR}},
     "Answered": {
         "type": "object",
         "required": ["run_id", "operation_id", "status", "answer", "actor", "run_status"],
@@ -129,6 +135,15 @@ SCHEMAS: dict[str, Any] = {
         "properties": {"type": {"type": "string"}, "run_id": {"type": "string"},
                        "at": {"type": "number"}},
     },
+    "Sse": {
+        "type": "object", "description": "one Server-Sent Event of a run's stream",
+        "required": ["id", "event", "data"],
+        "properties": {"id": {"type": "string", "pattern": "^[1-9][0-9]*$",
+                              "description": "its position in the run's events"},
+                       "event": {"type": "string", "description": "the RunEvent's type"},
+                       "data": {"type": "string", "contentMediaType": "application/json",
+                                "contentSchema": {"$ref": "#/components/schemas/RunEvent"}}},
+    },
     "Health": {"type": "object", "required": ["status"],
                "properties": {"status": {"enum": ["ok", "ready"]}}},
 }
@@ -149,6 +164,15 @@ def _body(schema: str, *, required: bool = True) -> dict[str, Any]:
         "schema": {"$ref": f"#/components/schemas/{schema}"}}}}
 
 
+def _run_create(agents: list[str] | None) -> dict[str, Any]:
+    """``RunCreate``, its ``agent`` one of ``agents`` (the served configuration's) if given."""
+    if agents is None:
+        return _body("RunCreate")
+    schema = copy.deepcopy(SCHEMAS["RunCreate"])
+    schema["properties"]["agent"]["enum"] = [*agents, None]
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
 _RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
 _OP_ID = {"name": "operation_id", "in": "path", "required": True, "schema": {"type": "string"}}
 _AUTH_FAILS = {"401": _problem("no valid API key"),
@@ -166,7 +190,7 @@ def _op(summary: str, ok: dict[str, Any], *, status: str = "200", params: tuple[
     return out
 
 
-def _paths() -> dict[str, Any]:
+def _paths(agents: list[str] | None) -> dict[str, Any]:
     conflict = {"409": _problem("the run's state does not allow it (the code says why)"),
                 "400": _problem("a bad request body (the detail names the field)")}
     answer_extra = {"409": _problem("APPROVAL_ALREADY_ANSWERED, …"),
@@ -174,16 +198,19 @@ def _paths() -> dict[str, Any]:
     return {
         "/v1/runs": {
             "post": _op("Create a run for the key's principal", _json("Run", "the run"),
-                        status="201", body=_body("RunCreate"), op_id="createRun",
+                        status="201", body=_run_create(agents), op_id="createRun",
                         extra={"400": _problem("a bad request (the detail names the field)")}),
             "get": _op("List the principal's runs, newest first", _json("RunList", "a page"),
                        op_id="listRuns", params=(
-                           {"name": "status", "in": "query",
-                            "schema": {"$ref": "#/components/schemas/RunStatus"}},
+                           {"name": "status", "in": "query", "description": "a stored "
+                            "status (an interrupted run is a running one whose lease expired)",
+                            "schema": {"enum": sorted(get_args(RunStatus))}},
                            {"name": "agent", "in": "query", "schema": {"type": "string"}},
                            {"name": "limit", "in": "query",
                             "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
-                           {"name": "cursor", "in": "query", "schema": {"type": "string"}}),
+                           {"name": "cursor", "in": "query", "description": "next_cursor "
+                            "of the previous page, as it is (absent or empty: the first page)",
+                            "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]*$"}}),
                        extra={"400": _problem("a bad filter or cursor")}),
         },
         "/v1/runs/{run_id}": {"get": _op("One run", _json("Run", "the run"), params=(_RUN_ID,),
@@ -214,10 +241,13 @@ def _paths() -> dict[str, Any]:
         "/v1/runs/{run_id}/events": {"get": _op(
             "The run's low-frequency events as Server-Sent Events (id = position; honours "
             "Last-Event-ID; ends with run.finished)",
-            {"description": "an event stream; each data line is a RunEvent",
-             "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+            {"description": "an event stream (the schema is one event's, as OpenAPI 3.2 "
+             "itemSchema: its id, event and JSON data)",
+             "content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/Sse"}}}},
             params=(_RUN_ID, {"name": "Last-Event-ID", "in": "header",
-                              "schema": {"type": "string", "pattern": "^[0-9]+$"}}),
+                              "description": "the id of the last event received (empty: "
+                              "from the start)", "schema": {"type": "string",
+                                                            "pattern": "^[0-9]*$"}}),
             extra={"400": _problem("a bad Last-Event-ID")}, op_id="runEvents")},
         "/v1/runs/{run_id}/workspace": {"get": _op(
             "The files of the run's workspace", _json("WorkspaceListing", "relative paths"),
@@ -227,8 +257,11 @@ def _paths() -> dict[str, Any]:
             {"description": "the file's bytes", "content": {"application/octet-stream": {
                 "schema": {"type": "string", "format": "binary"}}}},
             params=(_RUN_ID, {"name": "path", "in": "path", "required": True,
-                              "schema": {"type": "string"}}),
-            extra={"400": _problem("a path that is not a file"),
+                              "description": "relative to the workspace root",
+                              "schema": {"type": "string", "minLength": 1}}),
+            extra={"400": _problem("a malformed path (INVALID_PATH, NAME_TOO_LONG, …)"),
+                   "404": _problem("no such run, or no regular file there beneath the root "
+                                   "(missing, a folder, a symlink, outside it, reserved)"),
                    "413": _problem("a file too large to serve")}, op_id="readWorkspaceFile")},
         "/health": {"get": {"operationId": "health", "summary": "The process is up",
                             "security": [], "responses": {"200": _json("Health", "up")}}},
@@ -239,8 +272,9 @@ def _paths() -> dict[str, Any]:
     }
 
 
-def openapi_document(version: str) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of the host at package ``version``."""
+def openapi_document(version: str, *, agents: list[str] | None = None) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the host at package ``version``; ``agents``: the names a
+    run may be created for (the served configuration's; any string when not given)."""
     return {
         "openapi": "3.1.0",
         "info": {"title": "AgentLoom host", "version": version,
@@ -248,7 +282,7 @@ def openapi_document(version: str) -> dict[str, Any]:
                  " Errors are RFC 9457 problem details with the CLI's error codes."},
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
         "security": [{"bearer": []}],
-        "paths": _paths(),
+        "paths": _paths(agents),
         "components": {
             "schemas": SCHEMAS,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",

@@ -40,6 +40,7 @@ SETTLED = frozenset({"succeeded", "failed", "cancelled", "timed_out", "waiting"}
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 PRIORITY_BOUND = 2**31 - 1  # the store's integer column
+BLANK = " \t\n\r"  # what a task may not consist of only (the document's pattern says the same)
 
 
 def run_view(views: RunViews, store: Store, run_id: str) -> dict[str, Any]:
@@ -57,9 +58,11 @@ async def create_run(request: Request, runtime: Runtime, principal: Principal) -
     ``WAIT_S``) until it ended or waits for a person."""
     body = await json_body(request)
     task = field(body, "task", str, required=True)
-    if not task.strip():
-        raise Problem(400, "INVALID_REQUEST", "the field 'task' must not be empty")
-    agent = field(body, "agent", str, default=None) or _default_agent(runtime)
+    if not task.strip(BLANK):
+        raise Problem(400, "INVALID_REQUEST", "the field 'task' must not be empty nor only "
+                      "spaces, tabs and line breaks")
+    agent = field(body, "agent", str, default=None)
+    agent = _default_agent(runtime) if agent is None else agent
     if agent not in runtime.agents:
         raise Problem(400, "INVALID_REQUEST", f"the field 'agent' names no agent of this "
                       f"configuration: {agent!r}; agents: {sorted(runtime.agents)}")
@@ -69,6 +72,9 @@ async def create_run(request: Request, runtime: Runtime, principal: Principal) -
         raise Problem(400, "INVALID_REQUEST", f"the field 'priority' must be from "
                       f"{-PRIORITY_BOUND} to {PRIORITY_BOUND}, got {priority}")
     run_id = await runtime.submit(task, agent=agent, priority=priority, principal=principal)
+    worker = getattr(request.app.state, "worker", None)
+    if worker is not None:  # this process drives runs: start this one now, not at its next poll
+        worker.wake()
     if wait:
         await _settle(runtime.store, run_id, request.app.state.wait_s)
     return JSONResponse(run_view(request.app.state.views, runtime.store, run_id), status_code=201)

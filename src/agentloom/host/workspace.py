@@ -33,10 +33,13 @@ from agentloom.workspace.paths import (
     refuse_reserved,
 )
 
-__all__ = ["MAX_FILE_BYTES", "list_workspace", "read_workspace_file", "run_folder"]
+__all__ = ["MALFORMED", "MAX_FILE_BYTES", "list_workspace", "read_workspace_file", "run_folder"]
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_FILES = 10_000
+# A path that is not a path is a bad request; a well-formed one with no regular file beneath
+# the root there (missing, a folder, a symlink, outside, reserved) is a 404.
+MALFORMED = frozenset({"INVALID_PATH", "PATH_TOO_LONG", "NAME_TOO_LONG"})
 
 
 def run_folder(runtime: Runtime, run_id: str) -> Path:
@@ -112,10 +115,15 @@ async def read_workspace_file(request: Request, runtime: Runtime,
     """``GET /v1/runs/{run_id}/workspace/{path}``: one file's bytes."""
     run = owned_run(runtime.store, request.path_params["run_id"], principal)
     folder = run_folder(runtime, run.run_id)
+    raw = request.path_params["path"]
+    if not raw:  # ``…/workspace/`` (also what a client makes of ``…/workspace/.``)
+        raise Problem(404, "FILE_NOT_FOUND", "no file at an empty path; GET "
+                      f"/v1/runs/{run.run_id}/workspace lists the files")
     try:
-        data = _read(folder, request.path_params["path"])
+        data = _read(folder, raw)
     except WorkspaceError as exc:
-        status = 404 if exc.error.category == "not_found" or exc.code == "PATH_ESCAPE" \
-            else 400
+        if exc.code == "IO_ERROR":  # the host's failure, not the request's: a logged 500
+            raise RuntimeError(f"reading {raw!r} of run {run.run_id!r} failed") from exc
+        status = 400 if exc.code in MALFORMED else 404
         raise Problem(status, exc.code, exc.error.message) from None
     return Response(data, media_type="application/octet-stream")

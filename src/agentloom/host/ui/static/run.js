@@ -1,0 +1,124 @@
+// A run's timeline: its state, its operations in order (phase, duration, hook decisions,
+// rewritten arguments and results, unknown outcomes highlighted, approval buttons on a waiting
+// call) and its events, live over the SSE stream: each event refreshes the view (and, as a
+// safety net while the run has not ended, a slow poll).
+import { call, followEvents, runPath } from "./api.js";
+import { badge, facts, h, operationHref, seconds, show, when } from "./dom.js";
+import { pretty } from "./diff.js";
+
+const REFRESH_DELAY_MS = 100;
+const POLL_MS = 5000;
+const ENDED = new Set(["succeeded", "failed", "cancelled", "timed_out"]);
+
+function usage(value) {
+  if (!value) return null;
+  return `${value.input_tokens ?? "—"} input, ${value.output_tokens ?? "—"} output, ` +
+    `${value.reasoning_tokens ?? "—"} reasoning tokens`;
+}
+
+function runFacts(run) {
+  const waiting = run.diagnosis?.waiting_for;
+  return [
+    h("h1", {}, "Run ", h("span", { class: "muted" }, run.run_id)),
+    facts([
+      ["status", h("span", { "data-testid": "run-status" }, badge(run.status))],
+      ["agent", run.agent],
+      ["task", run.task],
+      ["owner", `${run.actor ?? "—"} in ${run.project ?? "—"}`],
+      ["created", when(run.created_at)],
+      ["duration", seconds(run.duration_s)],
+      ["usage", usage(run.usage)],
+      ["output", run.output],
+      ["error", run.error ? pretty(run.error) : null],
+      ["waiting for", waiting ? waiting.kind : undefined],
+      ["unknown calls", run.diagnosis?.unknown_calls?.length ? pretty(run.diagnosis.unknown_calls) : undefined],
+      ["next step", run.diagnosis?.next_step ?? undefined],
+    ]),
+  ];
+}
+
+function hookChips(op) {
+  return op.hooks.map((hook) => h("span", { class: `chip ${hook.decision ?? ""}`, title: hook.reason ?? "" },
+    `${hook.timing} ${hook.hook_id}: ${hook.decision ?? hook.status}`));
+}
+
+function changeChips(op) {
+  return [
+    op.arguments_changed && h("span", { class: "chip changed" }, "arguments rewritten"),
+    op.result_changed && h("span", { class: "chip changed" }, "result changed"),
+  ];
+}
+
+export function runTimeline(root, runId, fail) {
+  const controller = new AbortController();
+  const head = h("section");
+  const rows = h("tbody");
+  const log = h("ol", { class: "events", "data-testid": "events" });
+  const live = h("span", { class: "muted", "data-testid": "live" }, "connecting…");
+  show(root, h("p", {}, h("a", { href: "#/" }, "← all runs")), head,
+    h("h2", {}, "Timeline"),
+    h("table", { "data-testid": "timeline" },
+      h("thead", {}, h("tr", {}, ["#", "at", "kind", "capability", "role", "phase", "status",
+        "duration", "hooks", "changes", ""].map((t) => h("th", {}, t)))),
+      rows),
+    h("h2", {}, "Events ", live), log);
+
+  async function answer(button, operationId, verb) {
+    for (const b of button.parentElement.querySelectorAll("button")) b.disabled = true;
+    try {
+      await call("POST", `${runPath(runId)}/operations/${encodeURIComponent(operationId)}/${verb}`,
+        { reason: `${verb === "approve" ? "approved" : "rejected"} in the run inspector` });
+    } catch (error) {
+      fail(error);
+    }
+    refresh();
+  }
+
+  function row(run, op, index) {
+    const asked = (run.diagnosis?.waiting_for?.approvals ?? []).find((a) => a.operation_id === op.operation_id);
+    const waiting = op.phase === "awaiting_approval";
+    const action = waiting ? h("td", { "data-testid": "approval" },
+      asked ? h("div", { class: "question" }, asked.question) : null,
+      h("button", { class: "approve", type: "button", onclick: (e) => answer(e.target, op.operation_id, "approve") }, "Approve"),
+      " ",
+      h("button", { class: "reject", type: "button", onclick: (e) => answer(e.target, op.operation_id, "reject") }, "Reject"))
+      : h("td");
+    const offset = typeof op.created_at === "number" ? `+${seconds(op.created_at - run.created_at)}` : "—";
+    return h("tr", { class: op.status === "unknown" ? "unknown" : waiting ? "waiting" : "",
+      "data-operation-id": op.operation_id },
+      h("td", {}, index + 1), h("td", { class: "muted" }, offset), h("td", {}, op.kind),
+      h("td", {}, h("a", { href: operationHref(runId, op.operation_id) }, op.capability)),
+      h("td", {}, op.role), h("td", {}, op.phase),
+      h("td", {}, badge(op.status), op.outcome && op.outcome !== op.status ? ` ${op.outcome}` : null),
+      h("td", {}, seconds(op.duration_s)), h("td", {}, hookChips(op)), h("td", {}, changeChips(op)),
+      action);
+  }
+
+  let poll = null;
+  async function refresh() {
+    clearTimeout(poll);
+    try {
+      const [run, ops] = await Promise.all([call("GET", runPath(runId)),
+        call("GET", `${runPath(runId)}/operations`)]);
+      if (controller.signal.aborted) return;
+      show(head, runFacts(run));
+      rows.replaceChildren(...ops.items.map((op, index) => row(run, op, index)));
+      if (!ENDED.has(run.status) && !controller.signal.aborted) poll = setTimeout(refresh, POLL_MS);
+    } catch (error) {
+      if (!controller.signal.aborted) fail(error);
+    }
+  }
+
+  let pending = null;
+  const onEvent = (message) => {
+    live.textContent = "live";
+    const what = message.data.capability ?? message.data.status ?? "";
+    log.append(h("li", { value: message.id }, `${message.event} ${what}`));
+    clearTimeout(pending);
+    pending = setTimeout(refresh, REFRESH_DELAY_MS);
+  };
+  refresh();
+  followEvents(runId, onEvent, controller.signal).then(
+    () => { if (!controller.signal.aborted) live.textContent = "finished"; }, fail);
+  return () => { controller.abort(); clearTimeout(pending); clearTimeout(poll); };
+}
