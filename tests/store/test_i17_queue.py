@@ -412,3 +412,19 @@ def test_i17_without_notifications_a_listener_only_times_out(store: Store) -> No
         assert listener.wait(0.05) is False
     finally:
         listener.close()
+
+
+def test_i17_queue_position_counts_the_pending_runs_claimed_before_a_run(store: Store) -> None:
+    """`runs show`'s queue place, counted in the store: higher priority first, then older, then
+    the run id; only runs of the same release; ``None`` once the run is not pending."""
+    submit(store, pending("old", created_at=1.0), pending("new", created_at=2.0),
+           pending("urgent", priority=5, created_at=3.0), pending("tie", created_at=2.0),
+           pending("other", created_at=0.5, release_id="rel-other"))
+    assert {r: store.queue_position(r) for r in ("urgent", "old", "new", "tie")} == {
+        "urgent": 0, "old": 1, "new": 2, "tie": 3}  # "new" < "tie" at the same time
+    assert store.queue_position("other") == 0  # alone in its release
+    held = claim(store)
+    assert held is not None and held.run_id == "urgent"
+    assert store.queue_position("urgent") is None  # running now
+    assert store.queue_position("old") == 0 and store.queue_position("tie") == 2
+    assert store.queue_position("no-such-run") is None

@@ -75,16 +75,11 @@ def _holder(run: RunRecord, now: float) -> dict[str, Any] | None:
 
 
 def _queue_place(store: Store, run: RunRecord) -> dict[str, Any]:
-    """Its place in the queue among the pending runs of its release: 1 is claimed next."""
+    """Its place in the queue among the pending runs of its release: 1 is claimed next
+    (counted in the store: a pending run's view costs the same however long the queue)."""
     row = store.get("runs", {"run_id": run.run_id}) or {}
-    priority = int(row.get("priority") or 0)
-    ahead = 0
-    for other in store.query("runs", {"status": "pending", "release_id": row.get("release_id")}):
-        p = int(other.get("priority") or 0)
-        if p > priority or (p == priority and (other["created_at"], other["run_id"])
-                            < (run.created_at, run.run_id)):
-            ahead += 1
-    return {"priority": priority, "position": ahead + 1, "ahead": ahead}
+    ahead = store.queue_position(run.run_id) or 0
+    return {"priority": int(row.get("priority") or 0), "position": ahead + 1, "ahead": ahead}
 
 
 def _approval(row: dict[str, Any]) -> dict[str, Any]:

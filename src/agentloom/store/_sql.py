@@ -408,6 +408,18 @@ class SqlStore:
         return SleepingListener()
 
     # -- reads ---------------------------------------------------------------------
+    def queue_position(self, run_id: str) -> int | None:
+        p = self.placeholder
+        rows = self._read(
+            "SELECT me.status, (SELECT COUNT(*) FROM runs r WHERE r.status = 'pending' "
+            "AND (r.release_id = me.release_id OR (r.release_id IS NULL AND me.release_id IS NULL)) "
+            "AND (r.priority > me.priority OR (r.priority = me.priority AND (r.created_at < "
+            "me.created_at OR (r.created_at = me.created_at AND r.run_id < me.run_id))))) "
+            f"FROM runs me WHERE me.run_id = {p}", (run_id,))
+        if not rows or rows[0][0] != "pending":
+            return None
+        return int(rows[0][1])
+
     def _read(self, sql: str, params: Sequence[Any]) -> list[Any]:
         with self._read_lock:
             cur = self._reader.cursor()

@@ -224,6 +224,16 @@ class MemoryStore:
             row = self._tables[table_name].get(self._key(table_name, key))
             return _loaded(table_name, row) if row is not None else None
 
+    def queue_position(self, run_id: str) -> int | None:
+        with self._lock:
+            me = self._tables["runs"].get((run_id,))
+            if me is None or me["status"] != "pending":
+                return None
+            mine = (-me["priority"], me["created_at"], me["run_id"])
+            return sum(1 for r in self._tables["runs"].values()
+                       if r["status"] == "pending" and r.get("release_id") == me.get("release_id")
+                       and (-r["priority"], r["created_at"], r["run_id"]) < mine)
+
     def query(
         self,
         table_name: str,

@@ -167,6 +167,12 @@ class Store(Protocol):
         """
         ...
 
+    def queue_position(self, run_id: str) -> int | None:
+        """How many ``pending`` runs of the same release a worker claims before ``run_id``
+        (higher priority, or equal and older), counted in the store — ``None`` when the run is
+        not ``pending``."""
+        ...
+
     def listen(self) -> QueueListener:
         """A listener woken when a commit queues a run (PostgreSQL ``LISTEN``; elsewhere it
         only times out, and the caller polls)."""
