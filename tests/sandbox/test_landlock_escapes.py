@@ -79,6 +79,7 @@ for i in range(int(sys.argv[1])):
 print("SEEN", seen)
 """
 RACE_ROUNDS = 3000
+CONTROL_TRIES = 3
 
 
 @pytest.fixture
@@ -191,7 +192,14 @@ async def test_g2_symlink_race_through_exec_under_landlock_never_leaves_the_work
     assert snapshot(layout.outside) == outside_before
     assert not list(layout.outside.glob("new-*"))
 
-    control = run_unconfined(layout, "race.py", str(RACE_ROUNDS))
+    # the control: unconfined, the same race does reach the outside link — on a busy machine a
+    # run of RACE_ROUNDS may miss it, so up to CONTROL_TRIES runs (one hit proves the race real)
+    controls = []
+    for _ in range(CONTROL_TRIES):
+        controls.append(run_unconfined(layout, "race.py", str(RACE_ROUNDS)))
+        if "SEEN" in controls[-1] and "SEEN 0" not in controls[-1]:
+            break
     assert swapping[0] > 0
-    assert "SEEN 0" not in control and "SEEN" in control, "the race never showed the outside link"
+    assert "SEEN 0" not in controls[-1] and "SEEN" in controls[-1], \
+        f"the race never showed the outside link in {len(controls)} control runs: {controls}"
 
