@@ -23,7 +23,7 @@ import pytest
 from agentloom.agent import AgentSpec, Runtime
 from agentloom.agent.events import envelope_status
 from agentloom.agent.leases import is_interrupted
-from agentloom.cli.views import run_detail
+from agentloom.agent.views import run_detail
 from agentloom.errors import ERROR_PHASES, ErrorPhase, OperationError
 from agentloom.models.offline import Script, ScriptModel
 from agentloom.results import (

@@ -18,7 +18,6 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from agentloom.agent.configured import runtime_from_config
-from agentloom.cli.serve import CLI_VIEWS
 from agentloom.config import load_config
 from agentloom.host.app import create_app
 from agentloom.refs import Principal
@@ -62,7 +61,7 @@ def seeded_store(tmp_path: Path) -> tuple[str, str, Path, Seeded]:
 async def host(seeded_store: tuple[str, str, Path, Seeded]) -> AsyncIterator[Host]:
     url, key, config, seeded = seeded_store
     runtime = runtime_from_config(load_config(config), store=url)
-    app = create_app(runtime, views=CLI_VIEWS, execute=False, wait_s=0.1)
+    app = create_app(runtime, execute=False, wait_s=0.1)
     transport = httpx2.ASGITransport(app=app)
     try:
         async with httpx2.AsyncClient(transport=transport, base_url="http://host",

@@ -27,7 +27,6 @@ from schemathesis.core.failures import FailureGroup
 from schemathesis.python import asgi
 
 from agentloom.agent.configured import runtime_from_config
-from agentloom.cli.serve import CLI_VIEWS
 from agentloom.config import load_config
 from agentloom.host.app import create_app
 from agentloom.refs import Principal
@@ -151,7 +150,7 @@ def test_i18_1_the_api_contract_holds_under_schemathesis(tmp_path: Path) -> None
     config = _project(tmp_path / "p")
     seeded = asyncio.run(_seed(config, url, principal))
     runtime = runtime_from_config(load_config(config), store=url)
-    app = create_app(runtime, views=CLI_VIEWS, execute=False, wait_s=WAIT_S)
+    app = create_app(runtime, execute=False, wait_s=WAIT_S)
     auth = {"Authorization": f"Bearer {key}"}
     settings = schemathesis.Config.from_dict({  # unknown query parameters are ignored
         "request-timeout": 30, "generation": {"allow-extra-parameters": True}})

@@ -18,7 +18,6 @@ from tests.cli.support import write_project
 
 from agentloom.agent import Runtime
 from agentloom.agent.configured import runtime_from_config
-from agentloom.cli.serve import CLI_VIEWS
 from agentloom.config import load_config
 from agentloom.host.app import create_app
 
@@ -31,7 +30,7 @@ def test_i18_1_an_unexpected_failure_is_a_500_problem_without_internals(
     url = f"sqlite:///{tmp_path / 'agentloom.db'}"
     key = make_key(url, "alice", "acme")
     runtime = runtime_from_config(load_config(write_project(tmp_path / "p", WRITE)), store=url)
-    asyncio.run(_exercise(create_app(runtime, views=CLI_VIEWS, execute=False), runtime, key,
+    asyncio.run(_exercise(create_app(runtime, execute=False), runtime, key,
                           caplog))
 
 
@@ -59,7 +58,7 @@ def test_i18_1_the_openapi_document_describes_every_route(tmp_path: Path) -> Non
     url = f"sqlite:///{tmp_path / 'agentloom.db'}"
     runtime = runtime_from_config(load_config(write_project(tmp_path / "p", WRITE)), store=url)
     try:
-        app = create_app(runtime, views=CLI_VIEWS, execute=False)
+        app = create_app(runtime, execute=False)
         doc = app.state.openapi
         served = {(route.path.replace("{path:path}", "{path}"), method.lower())
                   for route in app.routes if isinstance(route, Route)

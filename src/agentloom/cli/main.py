@@ -27,6 +27,7 @@ from agentloom.agent import RunResult, run_events
 from agentloom.agent.configured import runtime_from_config
 from agentloom.agent.controls import STOP, SUPPLEMENT, send_control
 from agentloom.agent.leases import is_interrupted
+from agentloom.agent.views import run_detail, run_summaries
 from agentloom.cli import render
 from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_WAITING, UsageFailure
 from agentloom.cli.hooks import hooks_app
@@ -50,7 +51,6 @@ from agentloom.cli.scaffold import scaffold
 from agentloom.cli.serve import serve
 from agentloom.cli.skills import skills_app
 from agentloom.cli.stores import open_existing_store, resolve_store_url
-from agentloom.cli.views import run_detail, run_summaries
 from agentloom.cli.worker import work
 from agentloom.config import Config, load_config
 from agentloom.errors import redact_secrets

@@ -24,10 +24,10 @@ from rich.table import Table
 from rich.text import Text
 
 from agentloom.agent import RunEvent, RunResult
+from agentloom.agent.diagnosis import diagnosis_lines
 from agentloom.agent.spec import DELEGATE_PREFIX
-from agentloom.cli.diagnosis import diagnosis_lines
+from agentloom.agent.views import USAGE_FIELDS, excerpt
 from agentloom.cli.terminal import plain, printable
-from agentloom.cli.views import USAGE_FIELDS, excerpt
 
 __all__ = ["LiveView", "print_events", "print_result", "print_run_detail", "print_runs"]
 

@@ -15,17 +15,14 @@ import uvicorn
 
 from agentloom.agent.configured import runtime_from_config
 from agentloom.cli.output import say, setup_logging, stderr_console
-from agentloom.cli.views import excerpt, operation_detail, run_detail
 from agentloom.config import load_config
 from agentloom.errors import redact_secrets
 from agentloom.host.app import create_app
-from agentloom.host.views import RunViews
 
-__all__ = ["CLI_VIEWS", "GRACE_S", "serve"]
+__all__ = ["GRACE_S", "serve"]
 
 GRACE_S = 10  # on SIGTERM, open requests (an event stream of a waiting run) get this long
 
-CLI_VIEWS = RunViews(run_detail=run_detail, operation_detail=operation_detail, excerpt=excerpt)
 
 
 def serve(
@@ -51,7 +48,7 @@ def serve(
     """
     setup_logging()
     runtime = runtime_from_config(load_config(config), store=store)
-    app = create_app(runtime, views=CLI_VIEWS, execute=not no_execute,
+    app = create_app(runtime, execute=not no_execute,
                      concurrency=concurrency)
     say(stderr_console(), f"agentloom host on http://{host}:{port} — store "
         f"{redact_secrets(str(runtime.store_url))}; ",

@@ -3,7 +3,7 @@ the OpenAPI document and the web run inspector (``/ui``, no key: ``host.ui``).
 
 ::
 
-    app = create_app(runtime, views=RunViews(...), execute=True, concurrency=4)
+    app = create_app(runtime, execute=True, concurrency=4)
     uvicorn.run(app, host="127.0.0.1", port=8700)     # agentloom serve does this
 
 Every ``/v1`` route authenticates (``Authorization: Bearer KEY``) and acts for that key's
@@ -40,7 +40,6 @@ from agentloom.host.access import principal_of
 from agentloom.host.openapi import openapi_document
 from agentloom.host.problems import Problem, from_error, problem_response
 from agentloom.host.ui import inspector_app
-from agentloom.host.views import RunViews
 from agentloom.refs import Principal
 
 __all__ = ["create_app"]
@@ -126,9 +125,9 @@ def _routes() -> list[BaseRoute]:
     ]
 
 
-def create_app(runtime: Runtime, *, views: RunViews, execute: bool = True,
+def create_app(runtime: Runtime, *, execute: bool = True,
                concurrency: int = 1, wait_s: float = routes_runs.WAIT_S) -> Starlette:
-    """The host on ``runtime``, showing runs with ``views`` (``cli.serve`` passes the CLI's).
+    """The host on ``runtime``, showing runs as ``runs show`` does (``agent.views``).
     ``execute``: this process also drives queued runs (a ``Worker`` of ``concurrency``);
     ``wait_s``: the longest a ``"wait": true`` create waits. The runtime is closed when the
     app shuts down."""
@@ -150,7 +149,6 @@ def create_app(runtime: Runtime, *, views: RunViews, execute: bool = True,
     app = Starlette(routes=_routes(), lifespan=lifespan, exception_handlers={
         HTTPException: _http_problem, Exception: _internal})
     app.state.runtime = runtime
-    app.state.views = views
     app.state.wait_s = wait_s
     app.state.worker = None
     app.state.openapi = openapi_document(_version(), agents=sorted(runtime.agents))

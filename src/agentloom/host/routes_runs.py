@@ -2,7 +2,7 @@
 
 Every handler gets the request's principal (``access.principal_of``) and acts only on that
 principal's runs; another owner's run is the same 404 as a missing one. Views reuse what
-``agentloom runs show --json`` prints (``cli.views``, handed in as ``host.views.RunViews``):
+``agentloom runs show --json`` prints (``agent.views``):
 a run is ``run_detail`` without its ``operations`` (they have their own route), with
 ``actor`` and ``project``.
 
@@ -22,11 +22,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from agentloom.agent import views
 from agentloom.agent.leases import is_interrupted
 from agentloom.agent.runtime import Runtime
 from agentloom.host.access import RUN_STATUSES, field, json_body, owned_run
 from agentloom.host.problems import Problem, not_found_run
-from agentloom.host.views import RunViews
 from agentloom.refs import Principal
 from agentloom.store import Store
 from agentloom.store.records import RunRecord, operations
@@ -43,7 +43,7 @@ PRIORITY_BOUND = 2**31 - 1  # the store's integer column
 BLANK = " \t\n\r"  # what a task may not consist of only (the document's pattern says the same)
 
 
-def run_view(views: RunViews, store: Store, run_id: str) -> dict[str, Any]:
+def run_view(store: Store, run_id: str) -> dict[str, Any]:
     """A run as the API gives it: ``runs show --json`` without ``operations``."""
     detail = views.run_detail(store, run_id)
     if detail is None:
@@ -77,7 +77,7 @@ async def create_run(request: Request, runtime: Runtime, principal: Principal) -
         worker.wake()
     if wait:
         await _settle(runtime.store, run_id, request.app.state.wait_s)
-    return JSONResponse(run_view(request.app.state.views, runtime.store, run_id), status_code=201)
+    return JSONResponse(run_view(runtime.store, run_id), status_code=201)
 
 
 def _default_agent(runtime: Runtime) -> str:
@@ -97,7 +97,7 @@ async def _settle(store: Store, run_id: str, wait_s: float) -> None:
 async def get_run_view(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
     """``GET /v1/runs/{run_id}``."""
     run = owned_run(runtime.store, request.path_params["run_id"], principal)
-    return JSONResponse(run_view(request.app.state.views, runtime.store, run.run_id))
+    return JSONResponse(run_view(runtime.store, run.run_id))
 
 
 async def list_runs(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
@@ -121,13 +121,12 @@ async def list_runs(request: Request, runtime: Runtime, principal: Principal) ->
         rows = [r for r in rows if (r["created_at"], r["run_id"]) < after]
     page = rows[:limit]
     more = len(rows) > limit
-    views = request.app.state.views
-    items = [_summary(views, RunRecord.from_row(r, lenient=True)) for r in page]
+    items = [_summary(RunRecord.from_row(r, lenient=True)) for r in page]
     next_cursor = _encode_cursor(page[-1]) if more and page else None
     return JSONResponse({"items": items, "next_cursor": next_cursor})
 
 
-def _summary(views: RunViews, run: RunRecord) -> dict[str, Any]:
+def _summary(run: RunRecord) -> dict[str, Any]:
     """A run in a list: what ``agentloom runs list --json`` gives, with its output."""
     return {"run_id": run.run_id,
             "status": "interrupted" if is_interrupted(run) else run.stored_status,
@@ -167,7 +166,7 @@ async def list_operations(request: Request, runtime: Runtime,
                           principal: Principal) -> JSONResponse:
     """``GET /v1/runs/{run_id}/operations``: as ``runs show --json`` gives them."""
     run = owned_run(runtime.store, request.path_params["run_id"], principal)
-    detail = request.app.state.views.operation_detail
+    detail = views.operation_detail
     items = [detail(runtime.store, op)
              for op in operations(runtime.store, run.run_id, lenient=True)]
     return JSONResponse({"run_id": run.run_id, "items": items})

@@ -3,7 +3,7 @@ what it waits for, its last committed step, the calls whose effect is not known,
 happens next — so nobody has to read the tables to learn why a run does not move.
 
 Owns: the ``diagnosis`` object of ``runs show --json`` and its lines. Does not own: the run's
-record or operations (``cli.views``), nor deciding anything (it only reads).
+record or operations (``agent.views``), nor deciding anything (it only reads).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""What the ``runs`` commands show, as plain JSON-ready data read from the store.
+"""What the ``runs`` commands and the host's ``/v1/runs`` routes show, as plain JSON-ready data
+read from the store (here, below both, so the CLI and the host share one shape).
 
 ``run_detail`` is the shape of ``agentloom runs show --json``: the run (with the
 ``sandbox_backend`` it was started with; null for a run recorded before it was) and one entry per
@@ -23,10 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentloom.agent.diagnosis import diagnose
 from agentloom.agent.events import envelope_status, stored_response, summary_of
 from agentloom.agent.leases import is_interrupted
 from agentloom.agent.spec import DELEGATE_PREFIX
-from agentloom.cli.diagnosis import diagnose
 from agentloom.pipeline.records import OperationState
 from agentloom.results import ToolResult
 from agentloom.store import Store
