@@ -52,7 +52,7 @@ from agentloom.cli.serve import serve
 from agentloom.cli.skills import skills_app
 from agentloom.cli.stores import open_existing_store, resolve_store_url
 from agentloom.cli.worker import work
-from agentloom.config import Config, load_config
+from agentloom.config import load_config
 from agentloom.errors import redact_secrets
 from agentloom.kernel import Kernel
 from agentloom.store import Store
@@ -110,13 +110,6 @@ def _read_task(task: str | None) -> str:
     if not task:
         raise UsageFailure("the task is empty")
     return task
-
-
-def _default_agent(config: Config, agent: str | None) -> str:
-    if agent is not None:
-        config.agent(agent)  # a ConfigError listing the agents when unknown
-        return agent
-    return "main" if "main" in config.agents else next(iter(config.agents))
 
 
 def _finish(result: RunResult, agent: str | None, as_json: bool, store_url: str | None,
@@ -177,7 +170,7 @@ def run(
     setup_logging()
     text = _read_task(task)
     cfg = load_config(config)
-    name = _default_agent(cfg, agent)
+    name = cfg.agent_name(agent)
     runtime = runtime_from_config(cfg, store=store)
     result = run_sync(drive(
         runtime, lambda: runtime.start(text, agent=name, session=session, workdir=workdir,

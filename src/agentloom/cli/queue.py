@@ -55,8 +55,7 @@ def submit(
     if not text:
         raise UsageFailure("the task is empty")
     cfg = load_config(config)
-    name = agent if agent is not None else ("main" if "main" in cfg.agents else next(iter(cfg.agents)))
-    cfg.agent(name)  # a ConfigError listing the agents when unknown
+    name = cfg.agent_name(agent)
     runtime = runtime_from_config(cfg, store=store)
 
     async def queue() -> str:

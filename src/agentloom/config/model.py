@@ -659,6 +659,14 @@ class Config(_Strict):
         has four slashes); ``--store`` / ``AGENTLOOM_STORE`` override it."""
         return f"sqlite:///{self._base_dir / STORE_FILE}"
 
+    def agent_name(self, name: str | None = None) -> str:
+        """``name`` checked (a ``ConfigError`` listing the agents when unknown), or by default
+        ``main`` when defined, else the first agent: what ``run`` and ``submit`` drive."""
+        if name is not None:
+            self.agent(name)
+            return name
+        return "main" if "main" in self.agents else next(iter(self.agents))
+
     def agent(self, name: str) -> AgentConfig:
         """The agent called ``name``.
 
