@@ -1,7 +1,8 @@
 """What a capability handler is handed for one physical Attempt (spec 000 §3.1, step 6).
 
 Owns: ``CapabilityRequest`` (the frozen, effective request a handler executes) and
-``AttemptContext`` (the trusted facts of one Attempt: ids, run deadline, cancel token).
+``AttemptContext`` (the trusted facts of one Attempt: ids, run deadline, cancel token, and the
+two ways a handler speaks back during it: ``checkpoint`` and ``observe``).
 Does not own: the ``CapabilityHandler`` port that receives them (``pipeline/ports.py``,
 beside its consumer) nor running an Attempt (``pipeline/attempt.py``). They sit in the core
 so a handler — a tool, a model manager, ``result.read``, the workspace resolver — reads them
@@ -11,7 +12,7 @@ without importing the pipeline that calls it.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,9 @@ class AttemptContext:
 
     ``deadline`` is a wall-clock epoch in seconds (``time.time()`` scale): the run
     deadline, which bounds the Attempt and any retry wait.
+
+    ``checkpoint_to`` and ``observer`` are set by the pipeline; a handler calls
+    ``checkpoint`` and ``observe`` instead of using them.
     """
 
     operation_id: str
@@ -47,6 +51,29 @@ class AttemptContext:
     workspace_scope_id: str | None = None
     lease_epoch: int | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
+    checkpoint_to: Callable[[Mapping[str, Any]], Awaitable[None]] | None = None
+    observer: Callable[[str, dict[str, Any]], None] | None = None
+
+    async def checkpoint(self, handle: Mapping[str, Any]) -> None:
+        """Commit ``handle`` (JSON-able: e.g. a remote task id) onto this Attempt's operation
+        before returning: after a crash, a *resumable* handler is given it back
+        (``resume_once``) instead of the Attempt being reported ``unknown``
+        (``pipeline.ports.ResumableHandler``). A later call replaces it. Outside a pipeline
+        (no ``checkpoint_to``) there is nowhere to commit it and it returns at once.
+
+        Raises:
+            StoreError: the commit did not happen (the handle is not durable).
+        """
+        if self.checkpoint_to is not None:
+            await self.checkpoint_to(handle)
+
+    def observe(self, kind: str, payload: Mapping[str, Any]) -> None:
+        """Tell the bus's observers of something the Attempt saw (a remote task's state on a
+        poll): an observation, never a result, never a new Attempt. ``run_id`` and
+        ``operation_id`` are added to ``payload``."""
+        if self.observer is not None:
+            self.observer(kind, {"run_id": self.run_id, "operation_id": self.operation_id,
+                                 **payload})
 
     @property
     def cancelled(self) -> bool:

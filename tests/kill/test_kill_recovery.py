@@ -191,8 +191,14 @@ def crash_and_recover(store: str, tmp_path: Path, case: Case) -> tuple[
     return snapshots, printed(recovered)
 
 
+# reached only by a resumable handler (an A2A call), which the harness's tool is not: swept by
+# tests/a2a/test_i19_crash.py against a real A2A server
+RESUMABLE_POINTS = {"handle_received", "handle_saved"}
+
+
 def test_the_sweep_covers_every_crash_point() -> None:
-    assert {(c.crash_at or "").partition("@")[0] for c in CASES} == set(crashpoints.POINTS)
+    assert {(c.crash_at or "").partition("@")[0] for c in CASES} \
+        == set(crashpoints.POINTS) - RESUMABLE_POINTS
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

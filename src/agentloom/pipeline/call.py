@@ -10,8 +10,15 @@
     final checks (catalog version, schema, deadline, stop) ─► frozen request
        ▼
     attempt started ─► handler.invoke_once ─► raw saved ─► after-hooks
+       │     └ context.checkpoint(handle) ─► handle committed on the operation row
        ▼                                                  │ deny ─► denied_after_execution
     effective result + context + delivery record saved ─► waiter gets the envelope
+
+Resumed at ``attempt_started`` (the runtime stopped during the Attempt): a recoverable
+handler (a delegation) is run again, replaying its calls; a re-runnable one (a model
+generation) gets a new Attempt; a resumable one (``ResumableHandler``: a remote A2A task)
+whose handle of this Attempt was committed is given it back (``resume_once``: the same
+Attempt, the remote call followed, never sent again); anything else is ``unknown``.
 
 Commits are merged where nothing can happen in between: with no before-hooks the
 intent and the Attempt start share one commit; with no after-hooks the raw and
@@ -27,6 +34,7 @@ steps of a hook chain (``pipeline.chain``) or of one Attempt (``pipeline.attempt
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +48,7 @@ from agentloom.pipeline import approval, crashpoints
 from agentloom.pipeline.attempt import run_attempt, sleep_unless_cancelled
 from agentloom.pipeline.chain import HookChain
 from agentloom.pipeline.context import Request
-from agentloom.pipeline.ports import CapabilityHandler
+from agentloom.pipeline.ports import CapabilityHandler, ResumableHandler, as_resumable
 from agentloom.pipeline.records import OperationState, attempt_row, hook_row
 from agentloom.results import SIDE_EFFECTS_NOT_ROLLED_BACK, OperationResult, Outcome, ToolResult
 from agentloom.store.ports import Op
@@ -117,6 +125,14 @@ class Call:
                 # it again replays what it committed and continues; it creates no new Attempt.
                 raw = await self._attempt(state.attempts, dict(state.payload))
                 return await self.after_attempt(raw, state.attempts)
+            resumable = as_resumable(self.handler)
+            handle = state.handle
+            if (resumable is not None and handle is not None
+                    and handle.get("attempt") == state.attempts):
+                # the remote call was made and its handle committed: follow it (same Attempt)
+                raw = await self._attempt(state.attempts, dict(state.payload),
+                                          resume=(resumable, handle["data"]))
+                return await self.after_attempt(raw, state.attempts)
             if self.handler.rerunnable:
                 # the lost Attempt of a re-runnable call had no side effect: a new Attempt
                 await self.commit([attempt_row(state.operation_id, state.attempts,
@@ -149,6 +165,7 @@ class Call:
             attempt_no = state.attempts
             state.phase = "attempt_started"
             state.cursor = None
+            state.handle = None  # a handle belongs to one Attempt
             frozen = dict(state.payload)
             first = bool(pending) or (attempt_no == 1 and not state.chain["before"])
             started = attempt_row(state.operation_id, attempt_no, "started", {}, finished=False)
@@ -352,21 +369,44 @@ class Call:
             )
         ]
 
-    async def _attempt(self, attempt_no: int, frozen: dict[str, Any]) -> ToolResult:
+    async def _attempt(
+        self, attempt_no: int, frozen: dict[str, Any], *,
+        resume: tuple[ResumableHandler, Mapping[str, Any]] | None = None,
+    ) -> ToolResult:
         ctx, spec = self.request.context, self.capability
         operation_id = self.state.operation_id
         attempt = run_attempt(
-            self.handler,
+            self.handler if resume is None else _Resumed(*resume),
             CapabilityRequest(operation_id=operation_id,
                               resource_version_id=spec.resource_version_id,
                               capability_key=spec.capability_key, arguments=frozen),
             AttemptContext(operation_id=operation_id, attempt_no=attempt_no,
                            run_id=ctx.run_id, role=ctx.role, deadline=ctx.deadline,
                            cancel=ctx.cancel, workspace_scope_id=ctx.workspace_scope_id,
-                           lease_epoch=ctx.lease_epoch),
+                           lease_epoch=ctx.lease_epoch,
+                           checkpoint_to=self._checkpoint_to(attempt_no),
+                           observer=self.pipeline.observer),
         )
         tracer = self.pipeline.tracer
         return await (attempt if tracer is None else tracer.attempt(self.state, attempt_no, attempt))
+
+    def _checkpoint_to(self, attempt_no: int) -> Callable[[Mapping[str, Any]], Awaitable[None]]:
+        """What ``AttemptContext.checkpoint`` calls: commit the handle of Attempt
+        ``attempt_no`` on the operation row (still ``attempt_started``).
+
+        Not synced (``WriteSet.sync``): it is visible at once and survives the process, and
+        reaches the disk with the next synced commit. A power loss before then loses only the
+        handle, and the call is then ``unknown`` — never sent again — as if it had none."""
+        state = self.state
+
+        async def checkpoint(handle: Mapping[str, Any]) -> None:
+            crashpoints.reached("handle_received")
+            state.handle = {"attempt": attempt_no, "data": dict(handle)}
+            await self.pipeline.commits.commit(self.request.context, [state.row()],
+                                               state=state, sync=False)
+            crashpoints.reached("handle_saved")
+
+        return checkpoint
 
     def _final_checks(self) -> tuple[Outcome, OperationError] | None:
         ctx, spec = self.request.context, self.capability
@@ -425,3 +465,19 @@ class Call:
         ops: list[Op] = [attempt_row(state.operation_id, state.attempts, "lost",
                                      {"raw": state.raw}, finished=True)]
         return await self.finish("unknown", lost, error=error, pending=ops)
+
+
+class _Resumed:
+    """A resumable handler seen by ``run_attempt`` as one whose ``invoke_once`` follows the
+    interrupted Attempt from its committed ``handle`` (``resume_once``)."""
+
+    __slots__ = ("handle", "handler")
+    rerunnable = False
+    recoverable = False
+
+    def __init__(self, handler: ResumableHandler, handle: Mapping[str, Any]) -> None:
+        self.handler = handler
+        self.handle = handle
+
+    async def invoke_once(self, request: CapabilityRequest, context: AttemptContext) -> ToolResult:
+        return await self.handler.resume_once(request, context, self.handle)

@@ -3,7 +3,9 @@
 ``AGENTLOOM_CRASH_AT`` holds a comma-separated list of ``name`` or ``name@n``
 entries; when the pipeline passes the n-th occurrence (default first) of a named
 phase boundary *after its commit*, the process SIGKILLs itself. (``delivered`` of a call
-whose rows are carried into its invocation's next commit comes before that commit.) Unset — the
+whose rows are carried into its invocation's next commit comes before that commit;
+``handle_received`` is where a handler asked to commit a remote handle, before that commit —
+``handle_saved`` is after it.) Unset — the
 normal case — each check is one set lookup.
 """
 
@@ -16,6 +18,8 @@ POINTS = (
     "intent_saved",
     "hook_committed",
     "attempt_started",
+    "handle_received",
+    "handle_saved",
     "effect_done",
     "raw_saved",
     "effective_saved",

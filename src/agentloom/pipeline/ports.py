@@ -3,12 +3,17 @@
 A handler is the *raw* implementation of one capability. It is called once per
 physical Attempt with the frozen, effective request; it never re-enters the
 pipeline for its own request and never retries by itself.
+
+A handler of a long remote call may also be *resumable* (``ResumableHandler``): it commits a
+remote handle during the Attempt (``AttemptContext.checkpoint``) and, after a crash, follows
+that same remote call again from the handle (``resume_once``) — in the same Attempt, never
+sending the call again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, cast
 
 from agentloom.attempts import AttemptContext as AttemptContext  # re-exported: what a handler is handed
 from agentloom.attempts import CapabilityRequest as CapabilityRequest
@@ -36,6 +41,38 @@ class CapabilityHandler(Protocol):
 
     async def invoke_once(self, request: CapabilityRequest, context: AttemptContext) -> ToolResult:
         ...
+
+
+class ResumableHandler(CapabilityHandler, Protocol):
+    """A handler that can follow its interrupted Attempt again from a committed handle.
+
+    During ``invoke_once`` it commits a remote handle (a remote task id) with
+    ``context.checkpoint(handle)`` as soon as it has one. When the runtime stopped during
+    the Attempt (the operation is still ``attempt_started``):
+
+    * a handle of this Attempt was committed ─► ``resume_once(request, context, handle)``:
+      the same Attempt (no new Attempt row), which follows the remote call to its end and
+      returns its result — it must never send the call again;
+    * no handle was committed ─► the Attempt is ``unknown`` and is never run again (the call
+      may have been sent: 000 §3.1), as for any other handler.
+
+    Attributes:
+        resumable: ``True`` for a handler that implements ``resume_once``; the pipeline
+            only calls it when this is set.
+    """
+
+    resumable: bool = True
+
+    async def resume_once(self, request: CapabilityRequest, context: AttemptContext,
+                          handle: Mapping[str, Any]) -> ToolResult:
+        ...
+
+
+def as_resumable(handler: CapabilityHandler) -> ResumableHandler | None:
+    """``handler`` when it declares ``resumable = True`` (and so ``resume_once``), else None."""
+    if getattr(handler, "resumable", False) is True and hasattr(handler, "resume_once"):
+        return cast(ResumableHandler, handler)
+    return None
 
 
 Observer = Callable[[str, dict[str, Any]], None]

@@ -67,6 +67,9 @@ class OperationState:
     # chain ends without a deny, the call waits for a person (``pipeline.approval``)
     asks: list[dict[str, str]] = field(default_factory=list)
     attempts: int = 0
+    # a resumable handler's remote handle (``AttemptContext.checkpoint``): {"attempt": n,
+    # "data": {...}}; only the handle of the current Attempt is ever used (``Call.resume``)
+    handle: dict[str, Any] | None = None
     raw: dict[str, Any] | None = None
     result: dict[str, Any] | None = None
     envelope: dict[str, Any] | None = None
@@ -126,6 +129,7 @@ class OperationState:
                     "cursor": self.cursor,
                     "asks": self.asks or None,
                     "attempts": self.attempts,
+                    **({"handle": self.handle} if self.handle is not None else {}),
                     "raw": self.raw,
                     "result": self.result,
                     "envelope": self.envelope,
@@ -164,6 +168,7 @@ class OperationState:
             cursor=data.get("cursor"),
             asks=list(data.get("asks") or []),
             attempts=data["attempts"],
+            handle=data.get("handle"),
             raw=loaded["raw"],
             result=loaded["result"],
             envelope=data.get("envelope"),
