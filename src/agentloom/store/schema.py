@@ -164,6 +164,18 @@ TABLES: dict[str, Table] = {
             ("run_id", "lease_epoch"),
             frozenset({"data"}),
         ),
+        Table(  # a command's receipt (issue 21): agent/command_receipts.py
+            "command_receipts",
+            ("operation_id", "actor", "project", "command", "state", "created_at",
+             "updated_at", "data"),
+            ("operation_id",),
+            frozenset({"data"}),
+        ),
+        Table(  # a command's confirmation, consumed once (its row is the consumption)
+            "command_confirmations",
+            ("operation_id", "created_at"),
+            ("operation_id",),
+        ),
     )
 }
 
@@ -258,6 +270,18 @@ CREATE TABLE revocations (
   run_id TEXT NOT NULL, lease_epoch INTEGER NOT NULL, worker_id TEXT NOT NULL,
   confirmed INTEGER NOT NULL, created_at {real} NOT NULL, data TEXT NOT NULL,
   PRIMARY KEY (run_id, lease_epoch));
+"""
+
+# commands (issue 21): every command's receipt, owner-queryable by (project, actor); a
+# confirmation is consumed by inserting its row (a second insert fails: it runs once)
+_V11_COMMON = """
+CREATE TABLE command_receipts (
+  operation_id TEXT PRIMARY KEY, actor TEXT NOT NULL, project TEXT NOT NULL,
+  command TEXT NOT NULL, state TEXT NOT NULL, created_at {real} NOT NULL,
+  updated_at {real} NOT NULL, data TEXT NOT NULL);
+CREATE INDEX command_receipts_principal ON command_receipts (project, actor, created_at);
+CREATE TABLE command_confirmations (
+  operation_id TEXT PRIMARY KEY, created_at {real} NOT NULL);
 """
 
 # (summary, sqlite DDL, postgres DDL)
@@ -367,5 +391,11 @@ MIGRATIONS: tuple[tuple[str, str, str], ...] = (
                            release_of_data="json_extract(data, '$.release_id')"),
         _V10_COMMON.format(real="DOUBLE PRECISION", agent_of_data="data::jsonb ->> 'agent'",
                            release_of_data="data::jsonb ->> 'release_id'"),
+    ),
+    (
+        "v11: command receipts (command_receipts) and consumed confirmations "
+        "(command_confirmations)",
+        _V11_COMMON.format(real="REAL"),
+        _V11_COMMON.format(real="DOUBLE PRECISION"),
     ),
 )
