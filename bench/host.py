@@ -15,14 +15,15 @@ pipeline's, not the sandbox's. Each backend gets a fresh store (a SQLite file in
 folder, or a fresh schema of the PostgreSQL server ``--store-base``, dropped at the end) and an
 API key made with ``agentloom keys create --json``.
 
-**Load.** ``agentloom serve CONFIG --store URL --concurrency C`` (the process drives its runs
-itself). ``--clients`` asyncio clients (one ``httpx2`` connection pool) each loop for
-``--seconds``: ``POST /v1/runs``, then ``GET /v1/runs/{id}`` every ``--poll`` seconds until the
-run ended; a client busy with a run at the deadline follows it to its end (at most ``--drain``
-seconds more). Printed: requests/s and runs/s over the whole phase, p50 / p99 / max latency per
-request kind, errors (a non-2xx answer or a transport error, with samples), runs that ended
-otherwise than ``succeeded`` and lost runs: created but not ended after the drain, or missing
-from ``GET /v1/runs`` (read page by page at the end).
+**Load.** ``agentloom serve CONFIG --store URL --concurrency C`` (its child ``agentloom
+worker`` process drives the runs; the API wakes it when a run is queued). ``--clients``
+asyncio clients (one ``httpx2`` connection pool) each loop for ``--seconds``: ``POST
+/v1/runs``, then ``GET /v1/runs/{id}`` every ``--poll`` seconds until the run ended; a client
+busy with a run at the deadline follows it to its end (at most ``--drain`` seconds more).
+Printed: requests/s and runs/s over the whole phase, p50 / p99 / max latency per request kind,
+errors (a non-2xx answer or a transport error, with samples), runs that ended otherwise than
+``succeeded`` and lost runs: created but not ended after the drain, or missing from ``GET
+/v1/runs`` (read page by page at the end).
 
 **SSE.** ``agentloom serve --no-execute`` on the same store; ``--sse-runs`` runs are queued
 through the API and ``--subscribers`` clients (spread evenly over them) open
@@ -50,6 +51,7 @@ import math
 import os
 import platform
 import resource
+import shutil
 import signal
 import socket
 import subprocess
@@ -548,6 +550,10 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
             return {**head, **both_phases(config, url, args)}
         finally:
             drop_store(url)
+            if args.logs is not None:  # the server's, its worker's and the SSE worker's output
+                args.logs.mkdir(parents=True, exist_ok=True)
+                for out in Path(tmp).glob("*.log"):
+                    shutil.copyfile(out, args.logs / f"{backend}-{out.name}")
 
 
 def both_phases(config: Path, url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -621,7 +627,7 @@ def print_load(load: dict[str, Any], out: TextIO) -> None:
     print(f"load: {load['requests']} requests in {load['wall_s']:.1f} s = "
           f"{load['requests_per_s']:.1f} requests/s; {load['runs_created']} runs = "
           f"{load['runs_per_s']:.1f} runs/s; errors {load['errors']}, lost runs "
-          f"{load['lost_runs']}, statuses {load['statuses']}; CPU s: server "
+          f"{load['lost_runs']}, statuses {load['statuses']}; CPU s: server + its worker "
           f"{load['server_cpu_s']:.1f}, clients {load['client_cpu_s']:.1f}", file=out)
     print(f"  {'request':<24} {'count':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}", file=out)
     names = {"create": "POST /v1/runs", "get": "GET /v1/runs/{id}", "list": "GET /v1/runs"}
@@ -698,6 +704,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--store-base", default=os.environ.get(
         "AGENTLOOM_BENCH_PG", os.environ.get("AGENTLOOM_TEST_PG", DEFAULT_PG)),
         help="PostgreSQL server (default: $AGENTLOOM_BENCH_PG, $AGENTLOOM_TEST_PG or %(default)s)")
+    parser.add_argument("--logs", type=Path, default=None, metavar="DIR",
+                        help="copy the processes' output (serve and its worker, the SSE "
+                        "worker) to DIR, as BACKEND-NAME.log (default: dropped)")
     parser.add_argument("--quick", action="store_true", help="the CI size: " + ", ".join(
         f"{k.replace('_', '-')} {v:g}" for k, v in QUICK.items()))
     parser.add_argument("--json", action="store_true", help="JSON on stdout, the table on stderr")

@@ -73,3 +73,15 @@ def test_example_notes_exec_runs_under_landlock_on_a_machine_without_bubblewrap(
     assert call["status"] == "succeeded"
     summary = call["summary"]
     assert '"sandbox_mode": "landlock"' in summary and '"sandboxed": true' in summary
+
+
+def test_example_a2a_serving_answers_the_official_client_on_both_bindings(tmp_path: Path) -> None:
+    from tests.host.support import free_port
+
+    done = _run(str(ROOT / "examples" / "a2a_serving.py"), "--store",
+                f"sqlite:///{tmp_path / 'a2a.db'}", "--port", str(free_port()), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("card: [('JSONRPC'") and "HTTP+JSON" in lines[0]
+    assert lines[1].startswith("JSONRPC: task ") and lines[1].endswith("TASK_STATE_COMPLETED")
+    assert lines[2].startswith("HTTP+JSON: TASK_STATE_COMPLETED: ")

@@ -13,12 +13,18 @@ layer or any layer below. Where DESIGN's diagram leaves a unit out, it sits here
 - ``store`` sits below the domain managers, just above the core: it imports only the core
   ("``store/`` knows no domain manager"), and ``workspace`` keeps its scopes in it. The
   CommitCoordinator that the diagram draws beside the store lives in ``pipeline``.
+- ``intent`` is a pure library (DESIGN §2: it imports nothing but the core): it sits just above
+  the core, and ``test_13_6_pure_libraries_import_only_the_core`` pins that it imports nothing
+  else — its model call is a port (``intent.ports.Proposer``) implemented in ``agent``.
+  ``command`` is one too, beside it (neither imports the other: admission reads a recognition
+  through a Protocol); its execution and receipts are ports (``command.ports``) implemented in
+  ``agent``.
 - ``approvals`` (a person's answer to a call a hook asked about) sits with ``pipeline``, which
   raises its ``ApprovalPending`` and reads its answers on replay.
 - ``cancel`` (``CancelToken``) and ``attempts`` (``CapabilityRequest``, ``AttemptContext``:
   what a handler is handed) are core, so handlers below the pipeline need not import it;
-  ``canonical``, ``yamlfile``, ``limits`` (the window / output-limit rule), ``refs``, ``text``
-  and ``folders`` are core helpers. ``telemetry`` (OpenTelemetry spans and trace context) is
+  ``canonical``, ``yamlfile``, ``limits`` (the window / output-limit rule), ``refs``, ``text``,
+  ``secret_refs`` (``${VAR}`` in configured values) and ``folders`` are core helpers. ``telemetry`` (OpenTelemetry spans and trace context) is
   core too: the pipeline, the HTTP hook runner and the MCP client all call it, and it sees them
   only through its own ports.
 
@@ -43,19 +49,21 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"bus"}),
     frozenset({"pipeline", "approvals"}),
     frozenset({"hooks", "context"}),
-    frozenset({"models", "tools", "workspace", "sandbox", "mcp", "skills"}),
+    frozenset({"models", "tools", "workspace", "sandbox", "mcp", "a2a", "skills"}),
     frozenset({"store"}),
+    frozenset({"intent", "command"}),
     frozenset({"errors", "ids", "results", "config", "catalog", "canonical", "yamlfile", "cancel",
-               "attempts", "refs", "text", "folders", "limits", "telemetry"}),
+               "attempts", "refs", "text", "folders", "limits", "telemetry", "secret_refs"}),
 )
 """Top to bottom (DESIGN.md §2): entry points; agent; composition root; bus; pipeline;
-hooks / context; domain managers; store; core."""
+hooks / context; domain managers; store; pure libraries (intent, command); core."""
 
 PORTS: Mapping[str, frozenset[str]] = {
     # The ToolManager and ModelManager are the owners the bus routes tool and model calls to:
     # each hands the pipeline a CapabilityHandler, the port pipeline/ports.py declares.
-    # The MCP tool handler (mcp/handler.py) implements it too.
-    "agentloom.pipeline.ports": frozenset({"models", "tools", "mcp"}),
+    # The MCP tool handler (mcp/handler.py) implements it too, and the A2A send handler
+    # (a2a/handler.py) its ResumableHandler.
+    "agentloom.pipeline.ports": frozenset({"models", "tools", "mcp", "a2a"}),
 }
 """Port module -> the units below it that may import it (the ones that implement it)."""
 
@@ -218,6 +226,16 @@ def test_13_6_config_imports_nothing_above_the_core() -> None:
     core = LAYERS[-1]
     assert [f"{i.where} imports {i.module}" for i in src_imports()
             if i.unit == "config" and i.target not in core] == []
+
+
+PURE_LIBRARIES = frozenset({"intent", "command"})
+"""Units that import the core and nothing else (DESIGN §2)."""
+
+
+def test_13_6_pure_libraries_import_only_the_core() -> None:
+    core = LAYERS[-1]
+    assert [f"{i.where} imports {i.module}" for i in src_imports()
+            if i.unit in PURE_LIBRARIES and i.target not in core and i.target != i.unit] == []
 
 
 # -- the checker can fail ------------------------------------------------------------------------

@@ -54,6 +54,7 @@ from agentloom.workspace.cleanup import CleanupResult
 from agentloom.workspace.resolver import WorkspaceResolver
 
 if TYPE_CHECKING:
+    from agentloom.a2a import A2aAgent
     from agentloom.mcp import McpSessions, McpTool
 
 log = logging.getLogger(__name__)
@@ -157,7 +158,7 @@ class Kernel:
         self,
         release_id: str,
         tools: Sequence[tuple[CapabilitySpec, CapabilityHandler] | Tool[Any] | str | CapabilitySpec
-                        | McpTool],
+                        | McpTool | A2aAgent],
         *,
         roles: Mapping[str, Sequence[str]],
     ) -> str:
@@ -191,7 +192,7 @@ class Kernel:
 
     def _capability(
         self, tool: tuple[CapabilitySpec, CapabilityHandler] | Tool[Any] | str | CapabilitySpec
-        | McpTool,
+        | McpTool | A2aAgent,
         release_id: str,
     ) -> tuple[CapabilitySpec, CapabilityHandler]:
         if isinstance(tool, tuple):
@@ -212,6 +213,10 @@ class Kernel:
                     f"{tool.capability_key!r} has no registered handler; pass a (spec, handler) "
                     "pair, or add a model connection with Kernel.add_model first")
             return tool, handler
+        from agentloom.a2a.catalog import A2aAgent  # imports no A2A SDK module
+
+        if isinstance(tool, A2aAgent):  # a remote agent's a2a.<name>.send (issue 19)
+            return tool.spec(release_id), tool.handler()
         # what is left is an MCP server's tool (the ``mcp`` SDK is imported only for one)
         return tool.spec(release_id), tool.handler(self.mcp_sessions)
 

@@ -386,8 +386,8 @@ def test_config_error_names_key_and_fix_for_an_unknown_key_listing_the_allowed_k
             "description, executors, hooks, instructions, limits, model, output, retry, skills, "
             "tools") in lines
     assert ("plugins: unknown key 'plugins'; allowed keys at the top level: "
-            "agents, connections, mcp_servers, recovery, sandbox, skills, telemetry, version, "
-            "workers, workspace") in lines
+            "a2a_agents, agents, commands, connections, intents, mcp_servers, projects, recovery, "
+            "sandbox, skills, telemetry, version, workers, workspace") in lines
 
 
 def test_config_error_names_key_and_fix_for_an_unknown_key_inside_a_model_choice(tmp_path: Path) -> None:

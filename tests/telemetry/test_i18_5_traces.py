@@ -358,3 +358,37 @@ async def test_i18_5_a_run_that_waits_for_a_person_ends_its_trace_with_the_waiti
     assert attrs(hook)["agentloom.hook.decision"] == "ask"
     assert not [s for s in spans if s.name == "agentloom.attempt"
                 and s.parent is not None and s.parent.span_id == call.context.span_id]
+
+
+async def test_i18_5_a_run_resumed_after_an_approval_links_its_new_trace_to_its_first(
+        tmp_path: Path, exporter: InMemorySpanExporter) -> None:
+    """A run that waited for a person is driven again later, often by another process: its
+    second run span starts a new trace (a span cannot outlive its process) and links to the
+    span of the first drive, whose ids the run recorded."""
+    @agentloom.hook(timing="before", event="model")
+    def ask_model(event: dict[str, Any]) -> HookDecision:
+        return HookDecision.ask("Spend tokens on this?")
+
+    answer = Script.model_validate({"turns": [{"text": "the answer"}]})
+    rt = agentloom.Runtime(
+        [agentloom.AgentSpec(name="main", model=ScriptModel(answer, source="answer"))],
+        store=f"sqlite:///{tmp_path / 'al.db'}", workspace_root=tmp_path / "ws",
+        hooks=[ask_model], tracer_provider=provider_of(exporter))
+    try:
+        waiting = await rt.run("answer me")
+        assert waiting.status == "waiting"
+        (call,) = waiting.waiting
+        await rt.approve(waiting.run_id, call["operation_id"])
+        result = await (await rt.resume(waiting.run_id)).result()
+        assert result.status == "succeeded"
+    finally:
+        await rt.aclose()
+    first, second = sorted((s for s in exporter.get_finished_spans()
+                            if s.name == "agentloom.run main"), key=lambda s: s.start_time or 0)
+    assert first.attributes is not None and second.attributes is not None
+    assert "agentloom.run.resumed" not in first.attributes and not first.links
+    assert second.attributes["agentloom.run.resumed"] is True
+    (link,) = second.links
+    assert (link.context.trace_id, link.context.span_id) == (first.context.trace_id,
+                                                             first.context.span_id)
+    assert second.context.trace_id != first.context.trace_id

@@ -40,6 +40,7 @@ from agentloom.config import (
     did_you_mean,
     key_path,
 )
+from agentloom.config.a2a import a2a_entry_agent
 from agentloom.config.mcp import mcp_entry_parts
 from agentloom.config.model import (
     AnyHandlerConfig,
@@ -68,6 +69,7 @@ from agentloom.pipeline.retry import RetryPolicy
 from agentloom.tools.sdk import Tool
 
 if TYPE_CHECKING:
+    from agentloom.a2a import A2aAgent
     from agentloom.mcp import McpTool
 
 __all__ = ["agent_tools", "check_config", "hook_functions", "hook_specs", "max_output_tokens",
@@ -360,22 +362,29 @@ def sdk_tools(config: Config, agent_name: str) -> list[Tool[Any]]:
 
 
 def agent_tools(config: Config, agent_name: str,
-                mcp: Sequence[McpTool] | None = None) -> list[str | Tool[Any] | McpTool]:
+                mcp: Sequence[McpTool] | None = None, a2a: Mapping[str, A2aAgent] | None = None,
+                ) -> list[str | Tool[Any] | McpTool | A2aAgent]:
     """The agent's tools in the order listed: built-in names as strings, SDK tools imported,
     the MCP tools of ``mcp`` (``config_mcp.mcp_catalog``) its ``mcp.<server>.<tool>`` entries
-    select (left out when ``mcp`` is ``None``) — the form ``Kernel.publish`` takes.
+    select (left out when ``mcp`` is ``None``), the remote agents of ``a2a``
+    (``config_a2a.a2a_catalog``) its ``a2a.<name>`` entries name (left out when ``a2a`` is
+    ``None``) — the form ``Kernel.publish`` takes.
 
     Raises:
         ConfigError: as for ``sdk_tools``; ``MCP_TOOL_NOT_LISTED`` for an MCP entry naming a
             tool its server does not list.
     """
-    out: list[str | Tool[Any] | McpTool] = []
+    out: list[str | Tool[Any] | McpTool | A2aAgent] = []
     seen: set[str] = set()
     for i, entry in enumerate(config.agent(agent_name).tools):
         if mcp_entry_parts(entry) is not None:
             chosen = mcp_entry_tools(entry, mcp, where_of(agent_name, i)) if mcp is not None else []
             out.extend(t for t in chosen if t.capability_key not in seen)
             seen.update(t.capability_key for t in chosen)
+            continue
+        if (remote := a2a_entry_agent(entry)) is not None:  # ``config_a2a.a2a_catalog``
+            if a2a is not None:
+                out.append(a2a[remote])
             continue
         if ":" not in entry:
             out.append(entry)

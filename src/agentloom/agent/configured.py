@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentloom.agent.config_a2a import a2a_catalog
 from agentloom.agent.config_mcp import mcp_catalog
 from agentloom.agent.config_parts import (
     agent_tools,
@@ -43,6 +44,7 @@ from agentloom.agent.config_parts import (
     retry_policy,
     think_params,
 )
+from agentloom.agent.config_routes import ConfigRoutes
 from agentloom.agent.failures import RecoveryPolicy
 from agentloom.agent.leases import WorkerSettings
 from agentloom.agent.output import OutputSpec
@@ -58,6 +60,7 @@ from agentloom.store import open_store
 from agentloom.tools.sdk import Tool
 
 if TYPE_CHECKING:
+    from agentloom.a2a import A2aAgent
     from agentloom.mcp import McpTool
 
 __all__ = ["STORE_ENV", "agent_specs", "environment_policy", "runtime_from_config", "store_url_for"]
@@ -88,6 +91,7 @@ def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None
     # the MCP servers agents name are listed now: their tools are this release's catalog
     mcp = mcp_catalog(config, backend=sandbox_backend or config.sandbox.backend,
                       policy=environment_policy(config), store=store)  # store: OAuth grants
+    remote = a2a_catalog(config)  # the A2A agents listed: their cards fetched and checked now
     skills = _release_skills(config, store_url_for(config, store))
     specs: list[AgentSpec] = []
     problems: list[Problem] = []
@@ -105,7 +109,7 @@ def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None
             name=name,
             model=model,
             instructions="\n\n".join(p for p in (agent.instructions, skill_listing(versions)) if p),
-            tools=_with_skills(agent_tools(config, name, mcp), versions),
+            tools=_with_skills(agent_tools(config, name, mcp, remote), versions),
             executors=tuple(agent.executors),
             retry=retry_policy(agent),
             limits=Limits(
@@ -145,8 +149,8 @@ def _release_skills(config: Config, url: str) -> dict[str, tuple[SkillVersion, .
         store.close()
 
 
-def _with_skills(tools: list[str | Tool[Any] | McpTool],
-                 versions: tuple[SkillVersion, ...]) -> tuple[str | Tool[Any] | McpTool, ...]:
+def _with_skills(tools: list[str | Tool[Any] | McpTool | A2aAgent], versions: tuple[SkillVersion, ...],
+                 ) -> tuple[str | Tool[Any] | McpTool | A2aAgent, ...]:
     """The agent's tools narrowed by its skills' ``allowed-tools`` / ``disallowed-tools``, plus
     ``skill.list`` and ``skill.read`` when it has skills."""
     if not versions:
@@ -205,6 +209,7 @@ def runtime_from_config(
                                            backoff_s=config.recovery.backoff_s,
                                            max_backoff_s=config.recovery.max_backoff_s),
                    telemetry=config.telemetry.enabled,
+                   model_routes=ConfigRoutes(config) if config.projects else None,
                    workers=WorkerSettings(
                        lease_ttl_s=config.workers.lease_ttl_s,
                        takeover_grace_s=config.workers.takeover_grace_s,

@@ -42,6 +42,7 @@ from agentloom.agent.leases import (
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop, initial_messages
 from agentloom.agent.owners import OwnerDeletion, delete_owner, parse_owner
 from agentloom.agent.quota import TokenQuota
+from agentloom.agent.routes import ModelRoutes, route_connections
 from agentloom.agent.sessions import (
     SessionError,
     SessionView,
@@ -262,6 +263,7 @@ class Runtime:
         workers: WorkerSettings | None = None,
         tracer_provider: Any = None,
         telemetry: bool | None = None,
+        model_routes: ModelRoutes | None = None,
     ) -> None:
         """``hooks`` run in the order given: ``HookSpec``s (their ``handler.ref`` functions
         imported, or found in ``hook_functions``), functions decorated with
@@ -279,7 +281,9 @@ class Runtime:
         lease TTL, takeover grace and per-agent caps of the run queue (``agent.worker``).
         ``tracer_provider`` (an OpenTelemetry SDK provider) traces every run with it;
         without one, ``telemetry`` (``telemetry.enabled``; ``None``: on when
-        ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set) turns tracing on (``agentloom.telemetry``)."""
+        ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set) turns tracing on (``agentloom.telemetry``).
+        ``model_routes``: where the runs of a principal's project send their model calls
+        (``agent.routes``; 003 F13) — a run records its route when it is queued or started."""
         if not agents:
             raise ConfigError("a runtime needs at least one agent")
         self.agents = {a.name: a for a in agents}
@@ -297,6 +301,7 @@ class Runtime:
         self.workdir = workdir
         self.keep_workspaces = keep_workspaces
         self.workers = workers or WorkerSettings()
+        self.model_routes = model_routes
         self.tracing = tracing(tracer_provider=tracer_provider, enabled=telemetry,
                                models={a.name: a.model for a in agents})
         hook_list, functions = hook_specs(hooks, hook_functions)
@@ -389,6 +394,7 @@ class Runtime:
                 data["session_slot"] = view.seen
             if self.config_source is not None:
                 data["config"] = self.config_source
+            self._take_route(data, principal)
             try:
                 lease = await self.kernel.start_run(
                     run_id=run_id, data=data, owner=owner, session_id=session,
@@ -586,23 +592,54 @@ class Runtime:
 
     # -- the queue (agent.worker) -----------------------------------------------------------
     async def submit(self, task: str, *, agent: str = "main", priority: int = 0,
-                     run_id: str | None = None, principal: Principal | None = None) -> str:
+                     run_id: str | None = None, principal: Principal | None = None,
+                     facts: Mapping[str, Any] | None = None) -> str:
         """Put a run of ``agent`` on ``task`` in the queue and return its id at once: status
         ``pending`` until a worker (``agent.worker.Worker``, ``agentloom worker``) claims it —
-        higher ``priority`` first, then the oldest. Its deadline counts from that claim."""
+        higher ``priority`` first, then the oldest. Its deadline counts from that claim.
+        ``facts``: more keys kept in the run's data (the A2A server's ``a2a``), never one of
+        its own."""
         self._agent(agent)
         if isinstance(priority, bool) or not isinstance(priority, int):
             raise RunError(f"priority must be a whole number, got {priority!r}",
                            code="INVALID_PRIORITY")
         data: dict[str, Any] = {
-            "agent": agent, "task": task, "release_id": self.release_id,
+            **(facts or {}), "agent": agent, "task": task, "release_id": self.release_id,
             "catalog_version": self.catalog_version, "session_id": None,
             "submitted_at": time.time()}
         if self.config_source is not None:
             data["config"] = self.config_source
+        self._take_route(data, principal)
         owner = OwnerRef(kind="agent", id=agent, space_id=self.space_id)
         return await self.kernel.submit_run(run_id=run_id, data=data, owner=owner,
                                             priority=priority, principal=principal)
+
+    def _take_route(self, data: dict[str, Any], principal: Principal | None) -> None:
+        """Record the model route of the principal's project in a new run's ``data`` (none:
+        the release's connections) — the one snapshot the run uses to its end (F13)."""
+        if self.model_routes is None or principal is None:
+            return
+        route = self.model_routes.snapshot(principal.project)
+        if route is not None:
+            data["route"] = route
+
+    def _route(self, run_id: str, route: dict[str, Any] | None) -> None:
+        """Send this process's model calls of run ``run_id`` where its recorded route says.
+
+        Raises:
+            ConfigError: a key variable the route names is not set here, or a routed model
+                cannot serve what its agent asks (000 §4.6) — the run fails, naming it; it
+                never falls back to the release's endpoint.
+        """
+        if not route:
+            return
+        connections = route_connections(route)
+        for agent, connection in connections.items():
+            if agent in self.agents:
+                replace(self.agents[agent], model=connection).check_model()
+        self.kernel.model_manager.route(run_id, connections)
+        if self.tracing is not None:
+            self.tracing.route(run_id, connections)
 
     def claim_next(self, *, worker_cap: int) -> RunLease | None:
         """Claim the next queued run of this release this process may hold (``worker_cap``:
@@ -784,7 +821,8 @@ class Runtime:
         self._live[lease.run_id] = live
         main = self._main(live, history)
         live.task = asyncio.ensure_future(main if self.tracing is None else self.tracing.run(
-            lease.run_id, agent=data["agent"], session_id=data.get("session_id"), work=main))
+            lease.run_id, agent=data["agent"], session_id=data.get("session_id"), work=main,
+            first=data.get("trace")))
         return RunHandle(self, live)
 
     async def _main(self, live: _Live, history: Sequence[Any]) -> RunResult:
@@ -792,6 +830,11 @@ class Runtime:
         watcher = asyncio.ensure_future(self._watch(live))
         try:
             agent = self._agent(live.data["agent"])
+            self._route(run_id, live.data.get("route"))
+            if self.tracing is not None and "trace" not in live.data:
+                ids = self.tracing.current_ids()  # recorded with the run: a resume links to it
+                if ids is not None:
+                    live.data["trace"] = ids
             live.emit(RunEvent("run.started", run_id, time.time(),
                                {"agent": agent.name, "task": live.data["task"]}))
             limit = agent.limits.max_total_tokens
@@ -826,6 +869,9 @@ class Runtime:
             for queue in live.subscribers:
                 queue.put_nowait(None)
             self._live.pop(run_id, None)
+            await self.kernel.model_manager.unroute(run_id)
+            if self.tracing is not None:
+                self.tracing.unroute(run_id)
 
     async def _finish(self, lease: RunLease, data: dict[str, Any],
                       outcome: LoopOutcome) -> RunResult:

@@ -22,6 +22,7 @@ from agentloom.pipeline.retry import RetryPolicy
 from agentloom.tools.sdk import Tool
 
 if TYPE_CHECKING:
+    from agentloom.a2a import A2aAgent
     from agentloom.mcp import McpTool
 
 __all__ = ["DELEGATE_PREFIX", "AgentSpec", "Limits", "delegate_key"]
@@ -101,7 +102,7 @@ class AgentSpec:
     model: ModelAdapter | Connection
     instructions: str = ""
     description: str = ""  # what a Planner is told about this agent as an Executor
-    tools: tuple[str | Tool[Any] | McpTool, ...] = ()
+    tools: tuple[str | Tool[Any] | McpTool | A2aAgent, ...] = ()
     executors: tuple[str, ...] = ()
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     limits: Limits = field(default_factory=Limits)

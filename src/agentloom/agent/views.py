@@ -84,6 +84,7 @@ def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
         **_run_totals(run, details),
         "warnings": run_warnings(details),
         "cleanup": cleanup_detail(store, run_id),
+        "route": run.data.get("route"),  # its project's model route (agent.routes), no key
         # for a run that has not ended: who holds it, what it waits for, what comes next
         "diagnosis": diagnose(store, run, status, details) if run.known_status else None,
         "operations": details,

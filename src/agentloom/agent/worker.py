@@ -33,6 +33,7 @@ import logging
 import os
 import random
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from typing import Any
 from agentloom.agent.runtime import RunHandle, RunResult, Runtime
 from agentloom.approvals import expire_due, requeue_if_answered
 from agentloom.store import Put, WriteSet
+from agentloom.store.ports import QueueListener
 from agentloom.store.records import runs
 from agentloom.workspace.cleanup import CleanupResult
 
@@ -49,6 +51,7 @@ __all__ = ["Worker", "WorkerReport", "live_workers"]
 log = logging.getLogger(__name__)
 
 JITTER = 0.2  # an idle wait is poll_s × (1 ± JITTER)
+LISTEN_SLICE_S = 0.5  # a listening thread checks this often whether the worker stopped
 
 
 @dataclass(slots=True)
@@ -115,6 +118,7 @@ class Worker:
         settings = self.runtime.workers
         listener = self.runtime.store.listen()
         waker: asyncio.Future[bool] | None = None
+        done = threading.Event()  # ends a listening thread within LISTEN_SLICE_S
         await self._beat("live")
         try:
             while not self.stopping:
@@ -128,7 +132,8 @@ class Worker:
                     continue  # the queue may hold more: claim again before sleeping
                 if waker is None or waker.done():
                     timeout = settings.poll_s * random.uniform(1 - JITTER, 1 + JITTER)
-                    waker = asyncio.ensure_future(asyncio.to_thread(listener.wait, timeout))
+                    waker = asyncio.ensure_future(
+                        asyncio.to_thread(_listen, listener, timeout, done))
                 changed: asyncio.Future[Any] = asyncio.ensure_future(self._changed.wait())
                 beat = max(0.05, self._beat_at + settings.lease_ttl_s / 3 - time.time())
                 wakers: set[asyncio.Future[Any]] = {waker, changed}
@@ -147,6 +152,7 @@ class Worker:
             await asyncio.sleep(0)  # let the done callbacks report the last ones
             return self.report
         finally:
+            done.set()
             if waker is not None:
                 waker.cancel()
             listener.close()
@@ -239,6 +245,19 @@ class Worker:
             await self.runtime.kernel.coordinator.commit(WriteSet((Put("workers", row),)))
         except Exception as exc:  # the heartbeat is a report, never a reason to stop working
             log.warning("worker %s could not record its heartbeat: %s", self.worker_id, exc)
+
+
+def _listen(listener: QueueListener, timeout_s: float, done: threading.Event) -> bool:
+    """``listener.wait(timeout_s)`` in slices, so a stopped worker's thread ends soon after
+    (a thread cannot be cancelled; the process waits for it before it exits)."""
+    until = time.monotonic() + timeout_s
+    while not done.is_set():
+        left = until - time.monotonic()
+        if left <= 0:
+            return False
+        if listener.wait(min(left, LISTEN_SLICE_S)):
+            return True
+    return False
 
 
 def _run_data(runtime: Runtime, run_id: str) -> dict[str, Any]:

@@ -29,6 +29,8 @@ from agentloom.agent.controls import STOP, SUPPLEMENT, send_control
 from agentloom.agent.leases import is_interrupted
 from agentloom.agent.views import run_detail, run_summaries
 from agentloom.cli import render
+from agentloom.cli.ask import ask
+from agentloom.cli.commands import commands_app
 from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_WAITING, UsageFailure
 from agentloom.cli.hooks import hooks_app
 from agentloom.cli.jsonl import append_jsonl
@@ -72,6 +74,8 @@ app.add_typer(skills_app, name="skills")
 app.add_typer(hooks_app, name="hooks")
 app.add_typer(workers_app, name="workers")
 app.add_typer(keys_app, name="keys")
+app.add_typer(commands_app, name="commands")
+app.command()(ask)
 app.command()(submit)
 app.command()(serve)
 runs_app.command("approve")(approve)

@@ -1,12 +1,16 @@
 """``agentloom serve CONFIG``: the HTTP host (issue 18; ``host.app``) under uvicorn.
 
-By default the process also drives the queued runs (an in-process ``Worker`` of
-``--concurrency`` runs, started with the app and stopped gracefully with it); ``--no-execute``
-leaves that to ``agentloom worker`` processes on the same store. docs/host.md is the guide.
+By default a child ``agentloom worker`` process drives the queued runs (``host.driver``:
+``WorkerProcess`` of ``--concurrency`` runs on the same config and store, started and
+supervised with the app, woken when the API queues a run, stopped gracefully with it), so the
+server's event loop answers requests and nothing else. A memory store cannot be shared with
+another process: there the runs are driven on the server's own loop. ``--no-execute`` leaves
+the runs to ``agentloom worker`` processes on the same store. docs/host.md is the guide.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated
 
@@ -17,12 +21,16 @@ from agentloom.agent.configured import runtime_from_config
 from agentloom.cli.output import say, setup_logging, stderr_console
 from agentloom.config import load_config
 from agentloom.errors import redact_secrets
+from agentloom.host import driver as drivers
 from agentloom.host.app import create_app
 
-__all__ = ["GRACE_S", "serve"]
+__all__ = ["GRACE_S", "KEEP_ALIVE_S", "serve"]
 
-GRACE_S = 10  # on SIGTERM, open requests (an event stream of a waiting run) get this long
-
+GRACE_S = 10  # on SIGTERM, open requests (an event stream of a waiting run) get this long,
+# then the worker process as long to give its runs back before it is killed
+KEEP_ALIVE_S = 75  # an idle connection is kept this long: longer than clients (httpx: 5 s) and
+# proxies (nginx, load balancers: 60 s) keep theirs, so they close first and never send a
+# request on a connection the server is closing at that moment
 
 
 def serve(
@@ -36,23 +44,29 @@ def serve(
                                       help="The port to listen on.")] = 8700,
     concurrency: Annotated[int, typer.Option(
         "--concurrency", "-n", metavar="N", min=1,
-        help="The most runs this process drives at once.")] = 1,
+        help="The most runs its worker process drives at once.")] = 1,
     no_execute: Annotated[bool, typer.Option(
         "--no-execute", help="Only queue runs: agentloom worker processes drive them.")] = False,
 ) -> None:
     """Serve the HTTP API (/v1/runs, SSE events, /openapi.json) for the agents of CONFIG.
 
-    Every /v1 request needs an API key (agentloom keys create). The process drives the runs it
-    queues itself unless --no-execute; SIGTERM / Ctrl-C stops it gracefully (runs in flight go
-    back to the queue at their next step).
+    Every /v1 request needs an API key (agentloom keys create). A child worker process
+    (agentloom worker CONFIG) drives the runs it queues, restarted if it dies, unless
+    --no-execute; SIGTERM / Ctrl-C stops both gracefully (runs in flight go back to the queue
+    at their next step).
     """
     setup_logging()
+    logging.getLogger(drivers.__name__).setLevel(logging.INFO)  # its child's start and stop
     runtime = runtime_from_config(load_config(config), store=store)
-    app = create_app(runtime, execute=not no_execute,
-                     concurrency=concurrency)
+    driver: drivers.RunDriver | None = None
+    if not no_execute and drivers.shareable(runtime):
+        driver = drivers.WorkerProcess(config, str(runtime.store_url), concurrency=concurrency,
+                                       grace_s=GRACE_S)
+    app = create_app(runtime, execute=not no_execute, concurrency=concurrency, driver=driver)
+    how = ("runs driven by agentloom worker processes" if no_execute
+           else f"a worker process drives up to {concurrency} run(s) at once" if driver
+           else f"driving up to {concurrency} run(s) at once in this process (memory store)")
     say(stderr_console(), f"agentloom host on http://{host}:{port} — store "
-        f"{redact_secrets(str(runtime.store_url))}; ",
-        "runs driven by agentloom worker processes" if no_execute
-        else f"driving up to {concurrency} run(s) at once")
+        f"{redact_secrets(str(runtime.store_url))}; ", how)
     uvicorn.run(app, host=host, port=port, log_level="info", lifespan="on",
-                timeout_graceful_shutdown=GRACE_S)
+                timeout_graceful_shutdown=GRACE_S, timeout_keep_alive=KEEP_ALIVE_S)

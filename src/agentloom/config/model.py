@@ -39,6 +39,9 @@ from pydantic import (
 
 from agentloom.catalog import compile_schema
 from agentloom.config._problems import Problem, config_error, did_you_mean, key_path, shown
+from agentloom.config.a2a import A2aAgentConfig, a2a_entry_agent
+from agentloom.config.commands import CommandConfig, command_problems
+from agentloom.config.intents import IntentConfig, intent_problems
 from agentloom.config.mcp import MCP_TAGS, McpServerConfig, mcp_entry_parts
 from agentloom.config.skills import AgentSkills, SkillHooksConfig, SkillSourceConfig
 from agentloom.errors import CatalogError, ConfigError
@@ -61,6 +64,8 @@ __all__ = [
     "McpHandlerConfig",
     "ModelChoice",
     "OutputConfig",
+    "ProjectConfig",
+    "ProjectConnectionConfig",
     "RecoveryConfig",
     "RetryConfig",
     "SandboxBackendName",
@@ -118,14 +123,15 @@ def _url(value: str) -> str:
 
 
 def _tool_entry(value: str) -> str:
-    if value in BUILTIN_TOOLS or _REF.match(value) or mcp_entry_parts(value):
+    if value in BUILTIN_TOOLS or _REF.match(value) or mcp_entry_parts(value) \
+            or a2a_entry_agent(value):
         return value
     if value in _ALWAYS_OFFERED:
         raise ValueError(f"{value!r} is offered to every agent already; remove it")
     raise ValueError(
         f"unknown tool {value!r}; {did_you_mean(value, BUILTIN_TOOLS)}built-ins are "
         f"{', '.join(BUILTIN_TOOLS)}; an SDK tool is written 'package.module:attribute', an MCP "
-        "tool 'mcp.<server>.<tool>' (or a glob such as 'mcp.git.*')"
+        "tool 'mcp.<server>.<tool>' (or a glob such as 'mcp.git.*'), a remote A2A agent 'a2a.<name>'"
     )
 
 
@@ -557,6 +563,25 @@ class TelemetryConfig(_Strict):
     ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set."""
 
 
+class ProjectConnectionConfig(_Strict):
+    """``projects.<p>.connections.<c>`` — what a project's runs change of connection ``c``
+    (003 F13): another endpoint, another key variable, another model id. What it leaves out is
+    the connection's own; the preset and protocol stay the connection's."""
+
+    base_url: Annotated[str, AfterValidator(_url)] | None = None
+    api_key_env: Annotated[str, AfterValidator(_env_name)] | None = None
+    model: str | None = Field(default=None, min_length=1)
+    """The model id every agent on this connection uses in the project's runs."""
+
+
+class ProjectConfig(_Strict):
+    """``projects.<p>:`` — settings of one project (the host's API keys name it). Not part of
+    the release: a run takes its project's model route when it is queued or started, as one
+    snapshot, and keeps it to its end (docs/config.md#projects)."""
+
+    connections: dict[str, ProjectConnectionConfig] = Field(default_factory=dict)
+
+
 class WorkersConfig(_Strict):
     """``workers:`` — how the runs of this configuration are shared among worker processes
     (``agentloom worker``, docs/workers.md). Not part of the release: changing it never
@@ -605,6 +630,14 @@ class Config(_Strict):
     (docs/mcp.md, docs/hooks.md)."""
     skills: tuple[SkillSourceConfig, ...] = ()
     """Skill sources: folders, archives, pinned git commits (docs/skills.md)."""
+    a2a_agents: dict[str, A2aAgentConfig] = Field(default_factory=dict)
+    """Remote A2A 1.0 agents that agents list as ``a2a.<name>`` (docs/a2a.md)."""
+    intents: dict[str, IntentConfig] = Field(default_factory=dict)
+    """What a user's message may be recognised as, each mapped to a command (docs/intent.md)."""
+    commands: dict[str, CommandConfig] = Field(default_factory=dict)
+    """Actions an intent maps to, with their params, risk and handler (docs/commands.md)."""
+    projects: dict[str, ProjectConfig] = Field(default_factory=dict)
+    """Per-project overrides of connections (docs/config.md#projects)."""
 
     _base_dir: Path = PrivateAttr(default_factory=lambda: Path.cwd().resolve())
     _origin: str = PrivateAttr(default="<config>")
@@ -689,12 +722,20 @@ def cross_problems(config: Config) -> list[Problem]:
     provider preset or the script parser are found at build time)."""
     problems: list[Problem] = []
     for section, names in (("connections", config.connections), ("agents", config.agents),
-                           ("mcp_servers", config.mcp_servers)):
+                           ("mcp_servers", config.mcp_servers),
+                           ("a2a_agents", config.a2a_agents)):
         for name in names:
             if not _NAME.match(name):
                 problems.append(Problem(key_path((section, name)),
                                         "a name must start with a letter and hold only letters, digits, "
                                         "'_' or '-' (at most 58 characters); rename it"))
+    for project, settings in config.projects.items():
+        for name in settings.connections:
+            if name not in config.connections:
+                known = list(config.connections)
+                problems.append(Problem(key_path(("projects", project, "connections", name)),
+                                        f"no connection named {name!r}; {did_you_mean(name, known)}"
+                                        f"defined: {', '.join(known) or 'none'}"))
     for agent_name in config.workers.max_concurrent_runs:
         if agent_name not in config.agents:
             problems.append(Problem(key_path(("workers", "max_concurrent_runs", agent_name)),
@@ -707,6 +748,7 @@ def cross_problems(config: Config) -> list[Problem]:
         _model_problems(config, agent.model, f"{at}.model", problems)
         _duplicates(agent.tools, f"{at}.tools", problems)
         _mcp_tool_problems(config, agent.tools, f"{at}.tools", problems)
+        _a2a_tool_problems(config, agent.tools, f"{at}.tools", problems)
         _executor_problems(config, name, agent, at, problems)
         if agent.skills != "*":
             _duplicates(agent.skills, f"{at}.skills", problems)
@@ -726,6 +768,8 @@ def cross_problems(config: Config) -> list[Problem]:
                 problems.append(Problem(f"{where}.match.status", "applies to after hooks only "
                                         "(nothing has a status before it runs); remove it or set "
                                         "timing: after"))
+    problems.extend(intent_problems(config.intents))
+    problems.extend(command_problems(config.intents, config.commands))
     return problems
 
 
@@ -777,6 +821,17 @@ def _mcp_tool_problems(config: Config, entries: tuple[str, ...], at: str,
             problems.append(Problem(f"{at}[{i}]", f"no MCP server named {parts[0]!r}; "
                                     f"{did_you_mean(parts[0], known)}defined: "
                                     f"{', '.join(known) or 'none (add one under mcp_servers)'}"))
+
+
+def _a2a_tool_problems(config: Config, entries: tuple[str, ...], at: str,
+                       problems: list[Problem]) -> None:
+    for i, entry in enumerate(entries):
+        name = a2a_entry_agent(entry)
+        if name is not None and name not in config.a2a_agents:
+            known = list(config.a2a_agents)
+            problems.append(Problem(f"{at}[{i}]", f"no A2A agent named {name!r}; "
+                                    f"{did_you_mean(name, known)}defined: "
+                                    f"{', '.join(known) or 'none (add one under a2a_agents)'}"))
 
 
 def _executor_problems(config: Config, name: str, agent: AgentConfig, at: str,

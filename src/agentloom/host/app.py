@@ -1,5 +1,6 @@
 """The host's ASGI app (starlette): the ``/v1`` routes on one ``Runtime``, health, readiness,
-the OpenAPI document and the web run inspector (``/ui``, no key: ``host.ui``).
+the OpenAPI document, the web run inspector (``/ui``, no key: ``host.ui``) and the same
+agents over A2A 1.0 (``/.well-known/agent-card.json``, ``/a2a``: ``host.a2a_routes``).
 
 ::
 
@@ -9,10 +10,11 @@ the OpenAPI document and the web run inspector (``/ui``, no key: ``host.ui``).
 Every ``/v1`` route authenticates (``Authorization: Bearer KEY``) and acts for that key's
 principal only. Every failure is a problem-details response (``host.problems``): a route's
 ``AgentLoomError`` keeps its code, an unknown route or method is one too, and an unexpected
-exception is a bare 500 (logged, no traceback in the answer). With ``execute`` the app's
-lifespan runs a ``Worker`` (``concurrency`` runs at once) that drives the queued runs and
-stops it gracefully on shutdown (its runs go back to the queue at their next step); without
-it, ``agentloom worker`` processes drive them.
+exception is a bare 500 (logged, no traceback in the answer). The app's lifespan starts the
+``RunDriver`` that drives the queued runs (``host.driver``: a child ``agentloom worker``
+process under ``agentloom serve``, else a ``Worker`` on this loop) and stops it gracefully on
+shutdown (its runs go back to the queue at their next step); without one, ``agentloom worker``
+processes drive them.
 
 Owns: routing, authentication per request, error mapping, the lifespan. Does not own what the
 routes do (``routes_runs``, ``events``, ``workspace``).
@@ -20,7 +22,6 @@ routes do (``routes_runs``, ``events``, ``workspace``).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -34,9 +35,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from agentloom.agent.runtime import Runtime
-from agentloom.agent.worker import Worker
 from agentloom.host import events, routes_runs, workspace
 from agentloom.host.access import principal_of
+from agentloom.host.driver import InProcessDriver, RunDriver
 from agentloom.host.openapi import openapi_document
 from agentloom.host.problems import Problem, from_error, problem_response
 from agentloom.host.ui import inspector_app
@@ -125,29 +126,34 @@ def _routes() -> list[BaseRoute]:
     ]
 
 
-def create_app(runtime: Runtime, *, execute: bool = True,
-               concurrency: int = 1, wait_s: float = routes_runs.WAIT_S) -> Starlette:
+def create_app(runtime: Runtime, *, execute: bool = True, concurrency: int = 1,
+               wait_s: float = routes_runs.WAIT_S, driver: RunDriver | None = None) -> Starlette:
     """The host on ``runtime``, showing runs as ``runs show`` does (``agent.views``).
-    ``execute``: this process also drives queued runs (a ``Worker`` of ``concurrency``);
+    ``driver`` drives the queued runs while the app is up (``host.driver``: ``agentloom
+    serve`` passes a ``WorkerProcess``); without one, ``execute`` runs an ``InProcessDriver``
+    (a ``Worker`` of ``concurrency`` on the app's loop) and ``execute=False`` none.
     ``wait_s``: the longest a ``"wait": true`` create waits. The runtime is closed when the
     app shuts down."""
+    if driver is None and execute:
+        driver = InProcessDriver(runtime, concurrency=concurrency)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        worker = Worker(runtime, concurrency=concurrency) if execute else None
-        app.state.worker = worker  # a run created here wakes it at once (``routes_runs``)
-        task = asyncio.create_task(worker.run()) if worker is not None else None
         try:
+            if driver is not None:
+                await driver.start()
+            app.state.worker = driver  # a run created here wakes it at once (``routes_runs``)
             yield
         finally:
-            if worker is not None and task is not None:
-                worker.stop()
-                with contextlib.suppress(Exception):
-                    await task
+            app.state.worker = None
+            if driver is not None:
+                await driver.stop()
             await runtime.aclose()
 
-    app = Starlette(routes=_routes(), lifespan=lifespan, exception_handlers={
-        HTTPException: _http_problem, Exception: _internal})
+    from agentloom.host.a2a_routes import a2a_routes  # the A2A SDK: only for an app, not the CLI
+
+    app = Starlette(routes=[*_routes(), *a2a_routes(runtime)], lifespan=lifespan,
+                    exception_handlers={HTTPException: _http_problem, Exception: _internal})
     app.state.runtime = runtime
     app.state.wait_s = wait_s
     app.state.worker = None

@@ -60,6 +60,9 @@ SCHEMAS: dict[str, Any] = {
             "warnings": {"type": "array", "items": {"type": "object"}},
             "cleanup": {"type": ["object", "null"]},
             "diagnosis": {"type": ["object", "null"]},
+            "route": {"type": ["object", "null"], "description": "the model route of the "
+                      "run's project, taken when it was queued (endpoints, key variables and "
+                      "model ids per agent; never a key); null: the release's connections"},
             "actor": {"type": "string"}, "project": {"type": "string"}},
     },
     "RunSummary": {

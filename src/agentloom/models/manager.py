@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from agentloom.attempts import AttemptContext, CapabilityRequest
@@ -41,7 +42,8 @@ if TYPE_CHECKING:
 # The streaming stack (aggregate, errors, adapters) pulls in the ``openai`` SDK; it is imported
 # on the first model call, so ``import agentloom`` stays light for runs without one.
 
-__all__ = ["MODEL_PAYLOAD_SCHEMA", "ModelHandler", "ModelManager", "model_capability"]
+__all__ = ["MODEL_PAYLOAD_SCHEMA", "ModelHandler", "ModelManager", "Route", "Routes",
+           "model_capability"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,58}$")
 
@@ -78,12 +80,42 @@ def model_capability(
 # -- the handler of one connection ---------------------------------------------------------------
 
 
+class Route:
+    """The connection one agent of one run talks to instead of its release's (a project's
+    model route, ``agent.routes``): its adapter is built on first use, closed with the route."""
+
+    __slots__ = ("_built", "_built_on", "connection")
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self._built: ModelAdapter | None = None
+        self._built_on: asyncio.AbstractEventLoop | None = None
+
+    def adapter(self) -> ModelAdapter:
+        loop = asyncio.get_running_loop()
+        if self._built is None or self._built_on is not loop:
+            from agentloom.models.adapters import adapter_for
+
+            self._built, self._built_on = adapter_for(self.connection), loop
+        return self._built
+
+    async def aclose(self) -> None:
+        built, self._built, self._built_on = self._built, None, None
+        if built is not None:
+            await built.aclose()
+
+
+Routes = dict[str, dict[str, Route]]
+"""Run id -> agent (model connection name) -> the route its calls take."""
+
+
 class ModelHandler:
     """The raw capability of one model connection: ``invoke_once`` is exactly one Attempt.
 
     ``source`` is a ``Connection`` (an OpenAI protocol adapter is built from it, one per event
     loop, and closed by ``aclose``) or any ``ModelAdapter`` — e.g. the offline ``TestModel`` /
-    ``ScriptModel`` — which the caller keeps owning.
+    ``ScriptModel`` — which the caller keeps owning. ``routes`` (the manager's): a run that has
+    a route for this connection's name talks to that route's connection instead.
     """
 
     #: A generation has no external side effect: an Attempt lost in a crash is issued again
@@ -99,6 +131,7 @@ class ModelHandler:
         first_output_timeout_s: float = 60.0,
         stream_idle_timeout_s: float | None = None,
         finish_grace_s: float = DEFAULT_FINISH_GRACE_S,
+        routes: Routes | None = None,
     ) -> None:
         try:  # validated once here, not on every Attempt
             AttemptInfo(first_output_timeout_s=first_output_timeout_s,
@@ -113,6 +146,7 @@ class ModelHandler:
         self._given: ModelAdapter | None = None if isinstance(source, Connection) else source
         self._built: ModelAdapter | None = None
         self._built_on: asyncio.AbstractEventLoop | None = None
+        self._routes: Routes = {} if routes is None else routes
 
     def describe(self) -> str:
         if self._connection is not None:
@@ -154,7 +188,9 @@ class ModelHandler:
             stream_idle_timeout_s=self.stream_idle_timeout_s, finish_grace_s=self.finish_grace_s)
         aggregator = Aggregator()  # one per Attempt: material is never spliced across Attempts
         try:
-            response = await complete_once(self.adapter(), model_request, attempt, aggregator=aggregator)
+            route = self._routes.get(context.run_id, {}).get(self.name)
+            adapter = self.adapter() if route is None else route.adapter()
+            response = await complete_once(adapter, model_request, attempt, aggregator=aggregator)
         except ModelAttemptError as exc:
             return _failed(exc, exc.incomplete or aggregator.incomplete(exc.error.code))
         raw = response_to_dict(response)  # the stored form, encoded once
@@ -202,6 +238,21 @@ class ModelManager:
     def __init__(self) -> None:
         self._handlers: dict[str, CapabilityHandler] = {}
         self._specs: dict[str, CapabilitySpec] = {}
+        self._routes: Routes = {}
+
+    def route(self, run_id: str, connections: Mapping[str, Connection]) -> None:
+        """Run ``run_id``'s calls of each named connection go to the given ``Connection``
+        (its project's model route) until ``unroute``."""
+        self._routes[run_id] = {name: Route(c) for name, c in connections.items()}
+
+    def routed(self, run_id: str) -> dict[str, Connection]:
+        """The connections ``route`` gave run ``run_id`` (empty: the release's own)."""
+        return {name: r.connection for name, r in self._routes.get(run_id, {}).items()}
+
+    async def unroute(self, run_id: str) -> None:
+        """Drop run ``run_id``'s route and close what its calls opened."""
+        for route in self._routes.pop(run_id, {}).values():
+            await route.aclose()
 
     def register(self, handler_ref: str, handler: CapabilityHandler) -> None:
         """Register the raw handler behind ``handler_ref`` (one handler per reference)."""
@@ -230,7 +281,8 @@ class ModelManager:
         """
         handler = ModelHandler(
             name, source, first_output_timeout_s=first_output_timeout_s,
-            stream_idle_timeout_s=stream_idle_timeout_s, finish_grace_s=finish_grace_s)
+            stream_idle_timeout_s=stream_idle_timeout_s, finish_grace_s=finish_grace_s,
+            routes=self._routes)
         spec = model_capability(name, description=handler.describe())
         self.register(spec.handler_ref, handler)
         self._specs[spec.capability_key] = spec
@@ -245,3 +297,5 @@ class ModelManager:
         for handler in self._handlers.values():
             if isinstance(handler, ModelHandler):
                 await handler.aclose()
+        for run_id in list(self._routes):
+            await self.unroute(run_id)

@@ -12,13 +12,21 @@ then.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import (
+    Link,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+)
 
 from agentloom.telemetry.ports import AgentModels, OperationView
 
@@ -47,18 +55,36 @@ class Tracing:
         self._models = {agent: _model_names(model) for agent, model in models.items()}
         self._owned = owned
         self._open: dict[str, tuple[Span, OperationView]] = {}
+        self._routes: dict[str, dict[str, tuple[str | None, str | None]]] = {}
+
+    def route(self, run_id: str, models: AgentModels) -> None:
+        """Run ``run_id``'s agents talk to these models (its project's route), not the release's."""
+        self._routes[run_id] = {agent: _model_names(model) for agent, model in models.items()}
+
+    def unroute(self, run_id: str) -> None:
+        self._routes.pop(run_id, None)
+
+    def _model_of(self, run_id: str, agent: str) -> tuple[str | None, str | None]:
+        routed = self._routes.get(run_id, {}).get(agent)
+        return routed if routed is not None else self._models.get(agent, (None, None))
 
     # -- the runtime's spans ------------------------------------------------------------------
     async def run(self, run_id: str, *, agent: str, session_id: str | None,
-                  work: Awaitable[T]) -> T:
+                  work: Awaitable[T], first: Mapping[str, str] | None = None) -> T:
         caller = trace.get_current_span().get_span_context()
         attributes: dict[str, Any] = {"agentloom.run.id": run_id, "gen_ai.agent.name": agent}
         if session_id:
             attributes["gen_ai.conversation.id"] = session_id
         # a run is the root of its own trace, linked to whatever started it (a host request)
+        # and, when this drive resumes it, to the span of its first drive
+        links = [Link(caller)] if caller.is_valid else []
+        earlier = _span_context(first)
+        if earlier is not None:
+            links.append(Link(earlier, {"agentloom.link": "run.resumed"}))
+            attributes["agentloom.run.resumed"] = True
         span = self._tracer.start_span(
             f"agentloom.run {agent}", context=otel_context.Context(), kind=SpanKind.INTERNAL,
-            attributes=attributes, links=[Link(caller)] if caller.is_valid else None)
+            attributes=attributes, links=links or None)
         try:
             with trace.use_span(span, record_exception=False, set_status_on_exception=False):
                 result = await work
@@ -79,7 +105,7 @@ class Tracing:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
             "agentloom.run.id": run_id, "agentloom.invocation.id": invocation_id}
-        model, provider = self._models.get(agent, (None, None))
+        model, provider = self._model_of(run_id, agent)
         if model:
             attributes["gen_ai.request.model"] = model
         if provider:
@@ -92,6 +118,12 @@ class Tracing:
             span.set_attribute("agentloom.outcome", str(status))
             _error_status(span, status in _ERROR_STATUSES, getattr(outcome, "error", None))
             return outcome
+
+    def current_ids(self) -> dict[str, str] | None:
+        found = trace.get_current_span().get_span_context()
+        if not found.is_valid:
+            return None
+        return {"trace_id": format(found.trace_id, "032x"), "span_id": format(found.span_id, "016x")}
 
     def shutdown(self) -> None:
         if self._owned:
@@ -161,8 +193,8 @@ class Tracing:
             if request.get(key):
                 attributes[f"agentloom.{key}"] = str(request[key])
         if state.event_type == "model":
-            model, provider = self._models.get(state.capability_key.removeprefix("model."),
-                                               (None, None))
+            model, provider = self._model_of(state.run_id,
+                                             state.capability_key.removeprefix("model."))
             attributes["gen_ai.operation.name"] = "chat"
             if model:
                 attributes["gen_ai.request.model"] = model
@@ -203,6 +235,18 @@ class Tracing:
                 del self._open[operation_id]
                 span.set_attribute("agentloom.phase", state.phase)
                 span.end()
+
+
+def _span_context(ids: Mapping[str, str] | None) -> SpanContext | None:
+    """The span ``current_ids`` gave, as a remote span context (None: none, or not ids)."""
+    if not ids:
+        return None
+    try:
+        found = SpanContext(trace_id=int(ids["trace_id"], 16), span_id=int(ids["span_id"], 16),
+                            is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    except (KeyError, TypeError, ValueError):
+        return None  # a damaged record links nothing
+    return found if found.is_valid else None
 
 
 def _model_names(model: object) -> tuple[str | None, str]:

@@ -50,12 +50,24 @@ class RunTracer(CallTracer, Protocol):
     """The runtime's side: the run and each invocation, live."""
 
     async def run(self, run_id: str, *, agent: str, session_id: str | None,
-                  work: Awaitable[T]) -> T:
-        """Await ``work`` (driving the run to its ``RunResult``) inside the run's span."""
+                  work: Awaitable[T], first: Mapping[str, str] | None = None) -> T:
+        """Await ``work`` (driving the run to its ``RunResult``) inside the run's span;
+        ``first``: the ids (``current_ids``) of the run's first span when this drive resumes it
+        (after an approval, a takeover, a restart) — the new span links to it."""
+
+    def current_ids(self) -> dict[str, str] | None:
+        """``{"trace_id", "span_id"}`` (hex) of the current span, None outside one: what a
+        run records so a later drive links back to it."""
 
     async def invocation(self, invocation_id: str, *, run_id: str, agent: str,
                          work: Awaitable[T]) -> T:
         """Await ``work`` (one invocation's loop, a ``LoopOutcome``) inside its span."""
+
+    def route(self, run_id: str, models: AgentModels) -> None:
+        """Run ``run_id``'s agents talk to ``models`` (its project's route), not the release's."""
+
+    def unroute(self, run_id: str) -> None:
+        """Forget ``route`` of a run this process no longer drives."""
 
     def shutdown(self) -> None:
         """Export what is buffered and stop, when this tracer made its own provider."""
