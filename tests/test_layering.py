@@ -24,9 +24,9 @@ layer or any layer below. Where DESIGN's diagram leaves a unit out, it sits here
 - ``cancel`` (``CancelToken``) and ``attempts`` (``CapabilityRequest``, ``AttemptContext``:
   what a handler is handed) are core, so handlers below the pipeline need not import it;
   ``canonical``, ``yamlfile``, ``limits`` (the window / output-limit rule), ``refs``, ``text``,
-  ``secret_refs`` (``${VAR}`` in configured values) and ``folders`` are core helpers. ``telemetry`` (OpenTelemetry spans and trace context) is
-  core too: the pipeline, the HTTP hook runner and the MCP client all call it, and it sees them
-  only through its own ports.
+  ``secret_refs`` (``${VAR}`` in configured values) and ``folders`` are core helpers.
+  ``telemetry`` (OpenTelemetry spans and trace context) is core too: the pipeline, the HTTP
+  hook runner and the MCP client all call it, and it sees them only through its own ports.
 
 The one exception DESIGN allows is a port: a Protocol beside its consumer may be imported
 from below by the code that implements it (``PORTS``); the port module itself must then
