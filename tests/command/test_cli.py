@@ -67,6 +67,26 @@ def test_i21_the_example_confirms_a_dangerous_command_once(tmp_path: Path) -> No
     assert first["operation_id"] == receipt["operation_id"]
 
 
+def test_f10_a_declined_dangerous_command_never_runs_and_a_later_confirmation_is_refused(
+        tmp_path: Path) -> None:
+    folder = tmp_path / "ex"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "commands", folder)
+    receipt = json.loads(agentloom("ask", "agentloom.yaml", "cancel order 8", "--json",
+                                   cwd=folder).stdout)["receipt"]
+    assert receipt["state"] == "accepted"
+    declined = agentloom("commands", "decline", receipt["operation_id"], "--config",
+                         "agentloom.yaml", "--json", cwd=folder)
+    assert declined.returncode == 0, declined.stderr
+    assert json.loads(declined.stdout)["state"] == "rejected"
+    late = agentloom("commands", "confirm", "agentloom.yaml", receipt["result"]["token"],
+                     "--json", cwd=folder)
+    assert late.returncode == 1
+    assert json.loads(late.stdout)["state"] == "rejected"  # the declined one: it never ran
+    shown = agentloom("commands", "receipt", receipt["operation_id"], "--config",
+                      "agentloom.yaml", "--json", cwd=folder)
+    assert json.loads(shown.stdout)["state"] == "rejected"
+
+
 def test_f10_a_command_killed_mid_attempt_is_unknown_with_its_id_and_never_replayed(
         tmp_path: Path) -> None:
     config = write_project(tmp_path)

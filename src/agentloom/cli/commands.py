@@ -13,10 +13,10 @@ import asyncio
 import contextlib
 import getpass
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -114,20 +114,27 @@ def receipt(
     Exit 0 when committed or accepted, 1 when rejected, unknown or not found.
     """
     setup_logging()
+    found = _on_stored_bus(store, config, lambda bus: bus.reconcile(
+        operation_id, principal=principal_of(actor, project)))
+    print_receipt(found, as_json)
+    _exit(found)
+
+
+def _on_stored_bus(store: str | None, config: Path | None,
+                   act: Callable[[CommandBus], Coroutine[Any, Any, Receipt]]) -> Receipt:
+    """``act`` on a command bus over the store alone (no registry: what a stored receipt
+    needs), the store closed after."""
     from agentloom.pipeline.coordinator import CommitCoordinator
     from agentloom.store import open_store
 
     opened = open_store(resolve_store_url(store, config))
     coordinator = CommitCoordinator(opened)
     try:
-        bus = CommandBus(CommandRegistry(), RecordedCommands(opened),
-                         StoreReceiptLog(opened, coordinator))
-        found = asyncio.run(bus.reconcile(operation_id, principal=principal_of(actor, project)))
+        return asyncio.run(act(CommandBus(CommandRegistry(), RecordedCommands(opened),
+                                          StoreReceiptLog(opened, coordinator))))
     finally:
         coordinator.close()
         opened.close()
-    print_receipt(found, as_json)
-    _exit(found)
 
 
 @commands_app.command("confirm")
@@ -172,17 +179,7 @@ def decline(
 ) -> None:
     """Decline an accepted command: it never runs (its receipt becomes rejected)."""
     setup_logging()
-    from agentloom.pipeline.coordinator import CommitCoordinator
-    from agentloom.store import open_store
-
-    opened = open_store(resolve_store_url(store, config))
-    coordinator = CommitCoordinator(opened)
-    try:
-        bus = CommandBus(CommandRegistry(), RecordedCommands(opened),
-                         StoreReceiptLog(opened, coordinator))
-        found = asyncio.run(bus.decline(operation_id, principal=principal_of(actor, project)))
-    finally:
-        coordinator.close()
-        opened.close()
+    found = _on_stored_bus(store, config, lambda bus: bus.decline(
+        operation_id, principal=principal_of(actor, project)))
     print_receipt(found, as_json)
     raise typer.Exit(EXIT_OK if found.state == "rejected" else EXIT_FAILED)

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-import uvicorn
 
 from agentloom.agent.configured import runtime_from_config
 from agentloom.cli.output import say, setup_logging, stderr_console
 from agentloom.config import load_config
 from agentloom.errors import redact_secrets
-from agentloom.host import driver as drivers
-from agentloom.host.app import create_app
+
+if TYPE_CHECKING:
+    from agentloom.host.driver import RunDriver
 
 __all__ = ["GRACE_S", "KEEP_ALIVE_S", "serve"]
 
@@ -55,10 +55,17 @@ def serve(
     --no-execute; SIGTERM / Ctrl-C stops both gracefully (runs in flight go back to the queue
     at their next step).
     """
+    # the host (starlette, the A2A SDK) and uvicorn load for this command only, not for every
+    # agentloom command
+    import uvicorn
+
+    from agentloom.host import driver as drivers
+    from agentloom.host.app import create_app
+
     setup_logging()
     logging.getLogger(drivers.__name__).setLevel(logging.INFO)  # its child's start and stop
     runtime = runtime_from_config(load_config(config), store=store)
-    driver: drivers.RunDriver | None = None
+    driver: RunDriver | None = None
     if not no_execute and drivers.shareable(runtime):
         driver = drivers.WorkerProcess(config, str(runtime.store_url), concurrency=concurrency,
                                        grace_s=GRACE_S)

@@ -224,6 +224,9 @@ async def _answer(request: Request, runtime: Runtime, principal: Principal, *,
     how = runtime.approve if approve else runtime.reject
     record = await how(run.run_id, operation_id, reason=reason, actor=principal.actor)
     row = runtime.store.get("runs", {"run_id": run.run_id}) or {}
+    worker = getattr(request.app.state, "worker", None)
+    if worker is not None and row.get("status") == "pending":  # queued again: go on now
+        worker.wake()
     return JSONResponse({"run_id": run.run_id, "operation_id": operation_id,
                          "status": record.status, "answer": record.answer,
                          "reason": record.reason, "actor": record.actor,
