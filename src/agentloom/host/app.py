@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from agentloom.agent.runtime import Runtime
-from agentloom.host import events, routes_runs, workspace
+from agentloom.host import events, routes_commands, routes_runs, workspace
 from agentloom.host.access import principal_of
 from agentloom.host.driver import InProcessDriver, RunDriver
 from agentloom.host.openapi import openapi_document
@@ -119,6 +119,8 @@ def _routes() -> list[BaseRoute]:
               methods=["POST"]),
         Route(run + "/operations/{operation_id}/reject", _authed(routes_runs.reject),
               methods=["POST"]),
+        Route("/v1/commands/{operation_id}/receipt", _authed(routes_commands.get_receipt),
+              methods=["GET"]),
         Route(run + "/events", _authed(events.stream_events), methods=["GET"]),
         Route(run + "/workspace", _authed(workspace.list_workspace), methods=["GET"]),
         Route(run + "/workspace/{path:path}", _authed(workspace.read_workspace_file),

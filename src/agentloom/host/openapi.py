@@ -147,6 +147,19 @@ SCHEMAS: dict[str, Any] = {
                        "data": {"type": "string", "contentMediaType": "application/json",
                                 "contentSchema": {"$ref": "#/components/schemas/RunEvent"}}},
     },
+    "Receipt": {
+        "type": "object", "description": "agentloom commands receipt --json",
+        "required": ["state", "operation_id", "command", "result", "reason", "error",
+                     "actor", "project", "params", "created_at", "updated_at"],
+        "properties": {
+            "state": {"enum": ["rejected", "accepted", "committed", "unknown"]},
+            "operation_id": {"type": "string"}, "command": {"type": "string"},
+            "result": _ANY, "reason": _NULL_STR, "error": {"type": ["object", "null"]},
+            "pipeline_operation_id": _NULL_STR, "actor": {"type": "string"},
+            "project": {"type": "string"}, "params": {"type": "object"},
+            "created_at": {"type": "number"}, "updated_at": {"type": "number"},
+            "confirmation": {"type": "string"}},
+    },
     "Health": {"type": "object", "required": ["status"],
                "properties": {"status": {"enum": ["ok", "ready"]}}},
 }
@@ -266,6 +279,10 @@ def _paths(agents: list[str] | None) -> dict[str, Any]:
                    "404": _problem("no such run, or no regular file there beneath the root "
                                    "(missing, a folder, a symlink, outside it, reserved)"),
                    "413": _problem("a file too large to serve")}, op_id="readWorkspaceFile")},
+        "/v1/commands/{operation_id}/receipt": {"get": _op(
+            "A command's receipt (an unknown one reconciled first, never run again)",
+            _json("Receipt", "the receipt"), params=(_OP_ID,), op_id="getCommandReceipt",
+            extra={"404": _problem("no such receipt — or another owner's (the same answer)")})},
         "/health": {"get": {"operationId": "health", "summary": "The process is up",
                             "security": [], "responses": {"200": _json("Health", "up")}}},
         "/ready": {"get": {"operationId": "ready", "summary": "The store answers",
