@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentloom.agent.config_mcp import mcp_entry_tools, where_of, with_servers
 from agentloom.agent.config_skill_hooks import skill_hook_sources, skill_hooks
+from agentloom.agent.spec import AgentTool
+from agentloom.catalog import CapabilitySpec
 from agentloom.config import (
     AgentConfig,
     Config,
@@ -41,6 +43,7 @@ from agentloom.config import (
     key_path,
 )
 from agentloom.config.a2a import a2a_entry_agent
+from agentloom.config.commands import command_entry
 from agentloom.config.mcp import mcp_entry_parts
 from agentloom.config.model import (
     AnyHandlerConfig,
@@ -65,6 +68,7 @@ from agentloom.models.types import (
     OutputFormat,
     ThinkParams,
 )
+from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.tools.sdk import Tool
 
@@ -363,18 +367,21 @@ def sdk_tools(config: Config, agent_name: str) -> list[Tool[Any]]:
 
 def agent_tools(config: Config, agent_name: str,
                 mcp: Sequence[McpTool] | None = None, a2a: Mapping[str, A2aAgent] | None = None,
-                ) -> list[str | Tool[Any] | McpTool | A2aAgent]:
+                commands: Mapping[str, tuple[CapabilitySpec, CapabilityHandler]] | None = None,
+                ) -> list[AgentTool]:
     """The agent's tools in the order listed: built-in names as strings, SDK tools imported,
     the MCP tools of ``mcp`` (``config_mcp.mcp_catalog``) its ``mcp.<server>.<tool>`` entries
     select (left out when ``mcp`` is ``None``), the remote agents of ``a2a``
     (``config_a2a.a2a_catalog``) its ``a2a.<name>`` entries name (left out when ``a2a`` is
-    ``None``) — the form ``Kernel.publish`` takes.
+    ``None``), the ``(spec, handler)`` of its ``command.<id>`` entries from ``commands``
+    (``config_commands.command_tools``; left out when ``None``) — the form ``Kernel.publish``
+    takes.
 
     Raises:
         ConfigError: as for ``sdk_tools``; ``MCP_TOOL_NOT_LISTED`` for an MCP entry naming a
             tool its server does not list.
     """
-    out: list[str | Tool[Any] | McpTool | A2aAgent] = []
+    out: list[AgentTool] = []
     seen: set[str] = set()
     for i, entry in enumerate(config.agent(agent_name).tools):
         if mcp_entry_parts(entry) is not None:
@@ -385,6 +392,10 @@ def agent_tools(config: Config, agent_name: str,
         if (remote := a2a_entry_agent(entry)) is not None:  # ``config_a2a.a2a_catalog``
             if a2a is not None:
                 out.append(a2a[remote])
+            continue
+        if (command := command_entry(entry)) is not None:  # ``config_commands``
+            if commands is not None:
+                out.append(commands[command])
             continue
         if ":" not in entry:
             out.append(entry)

@@ -29,9 +29,10 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentloom.agent.config_a2a import a2a_catalog
+from agentloom.agent.config_commands import BoundCommands, bind_commands, command_tools
 from agentloom.agent.config_mcp import mcp_catalog
 from agentloom.agent.config_parts import (
     agent_tools,
@@ -49,7 +50,7 @@ from agentloom.agent.failures import RecoveryPolicy
 from agentloom.agent.leases import WorkerSettings
 from agentloom.agent.output import OutputSpec
 from agentloom.agent.runtime import Runtime
-from agentloom.agent.spec import AgentSpec, Limits
+from agentloom.agent.spec import AgentSpec, AgentTool, Limits, tool_key
 from agentloom.config import Config, Problem, config_error, key_path
 from agentloom.errors import ConfigError
 from agentloom.sandbox.ports import EnvironmentPolicy, SandboxBackend
@@ -57,11 +58,9 @@ from agentloom.skills.configured import release_skills
 from agentloom.skills.runtime import SKILL_TOOLS, narrowed_keys, skill_listing
 from agentloom.skills.versions import SkillVersion, get_version
 from agentloom.store import open_store
-from agentloom.tools.sdk import Tool
 
 if TYPE_CHECKING:
-    from agentloom.a2a import A2aAgent
-    from agentloom.mcp import McpTool
+    pass
 
 __all__ = ["STORE_ENV", "agent_specs", "environment_policy", "runtime_from_config", "store_url_for"]
 
@@ -76,8 +75,11 @@ def store_url_for(config: Config, store: str | None = None) -> str:
 
 
 def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None,
-                store: str | None = None) -> list[AgentSpec]:
+                store: str | None = None,
+                commands: BoundCommands | None = None) -> list[AgentSpec]:
     """One ``AgentSpec`` per configured agent, in file order, after ``check_config``.
+    ``commands``: what the ``command.<id>`` tools submit to once bound (``config_commands``;
+    without it those entries are left out).
 
     Raises:
         ConfigError: a problem only the presets or the script parser see (``check_config``),
@@ -92,6 +94,7 @@ def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None
     mcp = mcp_catalog(config, backend=sandbox_backend or config.sandbox.backend,
                       policy=environment_policy(config), store=store)  # store: OAuth grants
     remote = a2a_catalog(config)  # the A2A agents listed: their cards fetched and checked now
+    exposed = command_tools(config, commands) if commands is not None else None
     skills = _release_skills(config, store_url_for(config, store))
     specs: list[AgentSpec] = []
     problems: list[Problem] = []
@@ -109,7 +112,7 @@ def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None
             name=name,
             model=model,
             instructions="\n\n".join(p for p in (agent.instructions, skill_listing(versions)) if p),
-            tools=_with_skills(agent_tools(config, name, mcp, remote), versions),
+            tools=_with_skills(agent_tools(config, name, mcp, remote, exposed), versions),
             executors=tuple(agent.executors),
             retry=retry_policy(agent),
             limits=Limits(
@@ -149,13 +152,13 @@ def _release_skills(config: Config, url: str) -> dict[str, tuple[SkillVersion, .
         store.close()
 
 
-def _with_skills(tools: list[str | Tool[Any] | McpTool | A2aAgent], versions: tuple[SkillVersion, ...],
-                 ) -> tuple[str | Tool[Any] | McpTool | A2aAgent, ...]:
+def _with_skills(tools: list[AgentTool], versions: tuple[SkillVersion, ...],
+                 ) -> tuple[AgentTool, ...]:
     """The agent's tools narrowed by its skills' ``allowed-tools`` / ``disallowed-tools``, plus
     ``skill.list`` and ``skill.read`` when it has skills."""
     if not versions:
         return tuple(tools)
-    keys = [t if isinstance(t, str) else t.describe().name for t in tools]
+    keys = [tool_key(t) for t in tools]
     kept = narrowed_keys(keys, versions)
     narrowed = [t for t, k in zip(tools, keys, strict=True) if k in kept]
     return (*narrowed, *(k for k in SKILL_TOOLS if k not in keys))
@@ -194,7 +197,8 @@ def runtime_from_config(
     """
     _importable(config.base_dir)
     url = store_url_for(config, store)  # the SQLite store makes its own folders (0711)
-    specs = agent_specs(config, sandbox_backend=sandbox_backend, store=url)
+    bound = BoundCommands()
+    specs = agent_specs(config, sandbox_backend=sandbox_backend, store=url, commands=bound)
     hooks = hook_specs(config, {s.name: s.extras.get("skills") or {} for s in specs}, store=url)
     functions = hook_functions(config)
     runtime = Runtime(specs, store=url, hooks=hooks, hook_functions=functions,
@@ -216,6 +220,9 @@ def runtime_from_config(
                        poll_s=config.workers.poll_s,
                        max_concurrent_runs=dict(config.workers.max_concurrent_runs)))
     bind_skills(runtime, specs)
+    if config.commands and any(tool_key(t).startswith("command.") for s in specs
+                               for t in s.tools):
+        bind_commands(runtime, config, bound)
     return runtime
 
 

@@ -21,7 +21,7 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -52,7 +52,7 @@ from agentloom.agent.sessions import (
     release_op,
     turn_op,
 )
-from agentloom.agent.spec import AgentSpec
+from agentloom.agent.spec import AgentSpec, tool_key
 from agentloom.approvals import (
     ApprovalPending,
     ApprovalRecord,
@@ -302,6 +302,7 @@ class Runtime:
         self.keep_workspaces = keep_workspaces
         self.workers = workers or WorkerSettings()
         self.model_routes = model_routes
+        self._closers: list[Callable[[], Awaitable[None]]] = []
         self.tracing = tracing(tracer_provider=tracer_provider, enabled=telemetry,
                                models={a.name: a.model for a in agents})
         hook_list, functions = hook_specs(hooks, hook_functions)
@@ -319,7 +320,7 @@ class Runtime:
         names: set[str] = set()
         for agent in agents:
             for tool in agent.tools:
-                key = tool if isinstance(tool, str) else tool.describe().name
+                key = tool_key(tool)
                 if key not in names:
                     names.add(key)
                     tools.append(tool)
@@ -784,12 +785,22 @@ class Runtime:
     def events(self, run_id: str) -> list[RunEvent]:
         return run_events(self.store, run_id)
 
+    def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
+        """Await ``closer`` when the runtime closes, after its runs stopped, before its store
+        closes (e.g. a command bus ending the runs its executions were recorded in)."""
+        self._closers.append(closer)
+
     async def aclose(self) -> None:
         for live in list(self._live.values()):
             if live.task is not None and not live.task.done():
                 live.cancel.set("runtime closed")
                 with contextlib.suppress(BaseException):
                     await live.task
+        for closer in self._closers:
+            try:
+                await closer()
+            except Exception as exc:  # the rest still closes
+                log.warning("closing the runtime: %s", exc)
         await self.kernel.close_mcp_sessions()  # of runs that never ended or let go
         await self.kernel.models.aclose()
         if self.tracing is not None:

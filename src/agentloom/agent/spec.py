@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from pydantic import BaseModel
 
 from agentloom.agent.output import OutputSpec, output_formats
+from agentloom.catalog import CapabilitySpec
 from agentloom.errors import ConfigError
 from agentloom.models.budget import build_descriptor, model_id
 from agentloom.models.ports import Connection, ModelAdapter
 from agentloom.models.presets import capabilities_for
 from agentloom.models.types import ModelDescriptor, ModelRequest, ThinkParams
+from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.tools.sdk import Tool
 
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     from agentloom.a2a import A2aAgent
     from agentloom.mcp import McpTool
 
-__all__ = ["DELEGATE_PREFIX", "AgentSpec", "Limits", "delegate_key"]
+__all__ = ["DELEGATE_PREFIX", "AgentSpec", "AgentTool", "Limits", "delegate_key", "tool_key"]
 
 DELEGATE_PREFIX = "delegate."
 
@@ -33,6 +35,20 @@ DELEGATE_PREFIX = "delegate."
 def delegate_key(executor: str) -> str:
     """The capability key through which a Planner delegates to ``executor``."""
     return f"{DELEGATE_PREFIX}{executor}"
+
+
+AgentTool = Union[str, Tool[Any], "McpTool", "A2aAgent", tuple[CapabilitySpec, CapabilityHandler]]
+"""One entry of ``AgentSpec.tools``: a built-in's name, an SDK tool, an MCP server's tool, a
+remote A2A agent, or a ready ``(spec, handler)`` pair (e.g. ``agent.commands.command_tool``)."""
+
+
+def tool_key(tool: AgentTool) -> str:
+    """The capability key of one of an agent's tools."""
+    if isinstance(tool, str):
+        return tool
+    if isinstance(tool, tuple):
+        return tool[0].capability_key
+    return tool.describe().name
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,7 +118,7 @@ class AgentSpec:
     model: ModelAdapter | Connection
     instructions: str = ""
     description: str = ""  # what a Planner is told about this agent as an Executor
-    tools: tuple[str | Tool[Any] | McpTool | A2aAgent, ...] = ()
+    tools: tuple[AgentTool, ...] = ()
     executors: tuple[str, ...] = ()
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     limits: Limits = field(default_factory=Limits)
@@ -188,7 +204,7 @@ class AgentSpec:
 
     def tool_keys(self) -> list[str]:
         """The capability keys of this agent's tools, delegations included."""
-        keys = [t if isinstance(t, str) else t.describe().name for t in self.tools]
+        keys = [tool_key(t) for t in self.tools]
         return [*keys, *(delegate_key(e) for e in self.executors)]
 
 

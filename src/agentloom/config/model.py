@@ -40,7 +40,12 @@ from pydantic import (
 from agentloom.catalog import compile_schema
 from agentloom.config._problems import Problem, config_error, did_you_mean, key_path, shown
 from agentloom.config.a2a import A2aAgentConfig, a2a_entry_agent
-from agentloom.config.commands import CommandConfig, command_problems
+from agentloom.config.commands import (
+    CommandConfig,
+    command_entry,
+    command_problems,
+    command_tool_problems,
+)
 from agentloom.config.intents import IntentConfig, intent_problems
 from agentloom.config.mcp import MCP_TAGS, McpServerConfig, mcp_entry_parts
 from agentloom.config.skills import AgentSkills, SkillHooksConfig, SkillSourceConfig
@@ -124,14 +129,15 @@ def _url(value: str) -> str:
 
 def _tool_entry(value: str) -> str:
     if value in BUILTIN_TOOLS or _REF.match(value) or mcp_entry_parts(value) \
-            or a2a_entry_agent(value):
+            or a2a_entry_agent(value) or command_entry(value):
         return value
     if value in _ALWAYS_OFFERED:
         raise ValueError(f"{value!r} is offered to every agent already; remove it")
     raise ValueError(
         f"unknown tool {value!r}; {did_you_mean(value, BUILTIN_TOOLS)}built-ins are "
         f"{', '.join(BUILTIN_TOOLS)}; an SDK tool is written 'package.module:attribute', an MCP "
-        "tool 'mcp.<server>.<tool>' (or a glob such as 'mcp.git.*'), a remote A2A agent 'a2a.<name>'"
+        "tool 'mcp.<server>.<tool>' (or a glob such as 'mcp.git.*'), a remote A2A agent 'a2a.<name>', "
+        "a command 'command.<id>'"
     )
 
 
@@ -770,6 +776,7 @@ def cross_problems(config: Config) -> list[Problem]:
                                         "timing: after"))
     problems.extend(intent_problems(config.intents))
     problems.extend(command_problems(config.intents, config.commands))
+    problems.extend(command_tool_problems(config.agents, config.commands))
     return problems
 
 
