@@ -19,8 +19,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-# the header checks (names, no line breaks, ``${NAME}`` references) are those of MCP's headers
-from agentloom.config.mcp import _HEADER_NAME, _checked_values
+# the URL and header checks (names, no line breaks, ``${NAME}`` references) are MCP's
+from agentloom.config.mcp import checked_headers, http_url
 
 __all__ = ["A2A_TOOL_ENTRY", "A2aAgentConfig", "a2a_entry_agent"]
 
@@ -49,11 +49,9 @@ class A2aAgentConfig(BaseModel):
     @field_validator("card_url")
     @classmethod
     def _url(cls, url: str) -> str:
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https:// (got {url!r})")
-        return url
+        return http_url(url)
 
     @field_validator("headers")
     @classmethod
     def _headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        return _checked_values(headers, "header", _HEADER_NAME)
+        return checked_headers(headers)

@@ -40,6 +40,8 @@ __all__ = [
     "McpProtocol",
     "McpServerConfig",
     "StdioServerConfig",
+    "checked_headers",
+    "http_url",
     "mcp_entry_parts",
     "secret_references",
 ]
@@ -155,14 +157,25 @@ class HttpServerConfig(_ServerBase):
     @field_validator("url")
     @classmethod
     def _url(cls, url: str) -> str:
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https:// (got {url!r})")
-        return url
+        return http_url(url)
 
     @field_validator("headers")
     @classmethod
     def _headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        return _checked_values(headers, "header", _HEADER_NAME)
+        return checked_headers(headers)
+
+
+def http_url(url: str) -> str:
+    """``url`` when it is an ``http://`` or ``https://`` URL (a server's, an agent card's)."""
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"must start with http:// or https:// (got {url!r})")
+    return url
+
+
+def checked_headers(headers: dict[str, str]) -> dict[str, str]:
+    """Configured HTTP headers: legal names, no line breaks, well-formed ``${NAME}``
+    references (MCP servers' and remote A2A agents' ``headers``)."""
+    return _checked_values(headers, "header", _HEADER_NAME)
 
 
 MCP_TAGS: dict[str, type[BaseModel]] = {"<stdio>": StdioServerConfig, "<http>": HttpServerConfig}

@@ -81,8 +81,9 @@ def model_capability(
 
 
 class Route:
-    """The connection one agent of one run talks to instead of its release's (a project's
-    model route, ``agent.routes``): its adapter is built on first use, closed with the route."""
+    """A ``Connection`` and the adapter built from it on first use, one per event loop, closed
+    by ``aclose``: a handler's own connection, or the one an agent of one run talks to instead
+    (a project's model route, ``agent.routes``)."""
 
     __slots__ = ("_built", "_built_on", "connection")
 
@@ -144,8 +145,7 @@ class ModelHandler:
         self.finish_grace_s = finish_grace_s
         self._connection = source if isinstance(source, Connection) else None
         self._given: ModelAdapter | None = None if isinstance(source, Connection) else source
-        self._built: ModelAdapter | None = None
-        self._built_on: asyncio.AbstractEventLoop | None = None
+        self._own = Route(source) if isinstance(source, Connection) else None
         self._routes: Routes = {} if routes is None else routes
 
     def describe(self) -> str:
@@ -159,19 +159,13 @@ class ModelHandler:
         """The adapter for the running event loop."""
         if self._given is not None:
             return self._given
-        assert self._connection is not None
-        loop = asyncio.get_running_loop()
-        if self._built is None or self._built_on is not loop:
-            from agentloom.models.adapters import adapter_for
-
-            self._built, self._built_on = adapter_for(self._connection), loop
-        return self._built
+        assert self._own is not None
+        return self._own.adapter()
 
     async def aclose(self) -> None:
         """Close the adapter this handler built (a given adapter stays the caller's)."""
-        built, self._built, self._built_on = self._built, None, None
-        if built is not None:
-            await built.aclose()
+        if self._own is not None:
+            await self._own.aclose()
 
     async def invoke_once(self, request: CapabilityRequest, context: AttemptContext) -> ToolResult:
         from agentloom.models.aggregate import Aggregator, complete_once
