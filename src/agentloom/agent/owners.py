@@ -11,7 +11,8 @@ the process that drives each one cancels it and ends it (its sandbox processes k
 run folder cleaned). A run nobody drives any more is claimed, which fences out any writer it
 may still have. Then the owner's processes are revoked and its folders deleted
 (``RunCleanup.delete_owner``) and its rows deleted: sessions and turns, runs, operations,
-attempts, hook invocations, context records, results, run controls, cleanup jobs, workspace
+attempts, hook invocations, context records, results, run controls, cleanup jobs, a workflow
+run's node rows and collaboration state (mailbox, handoffs, task board, blackboard), workspace
 scopes, its file root. Blobs are content-addressed and may be shared: a blob goes only when no
 row of another owner refers to it. Nothing of another owner is written.
 
@@ -55,13 +56,16 @@ STOP_REASON = "owner deleted"
 
 # The rows of an owner, in the order they are deleted: what refers to a row goes before it.
 ROW_TABLES = ("approvals", "attempts", "hook_invocations", "results", "context_records",
-              "operations", "run_controls", "cleanup_jobs", "revocations", "workspace_scopes",
-              "session_turns", "sessions", "runs", "file_roots")
+              "operations", "run_controls", "cleanup_jobs", "revocations", "workflow_nodes",
+              "mailbox", "handoffs", "task_board", "blackboard", "collab_revisions",
+              "workspace_scopes", "session_turns", "sessions", "runs", "file_roots")
 BLOB_TABLES = ("blob_chunks", "blobs")
 # Tables whose JSON rows may refer to a blob ({"blob": {"digest": …}}), and the column.
 _JSON_REFERRERS = {"runs": "data", "operations": "data", "attempts": "data", "approvals": "data",
                    "hook_invocations": "data", "context_records": "data",
-                   "session_turns": "data", "run_controls": "data", "sessions": "data"}
+                   "session_turns": "data", "run_controls": "data", "sessions": "data",
+                   "workflow_nodes": "data", "mailbox": "data", "handoffs": "data",
+                   "task_board": "data", "blackboard": "data"}
 
 
 class OwnerDeletionPending(AgentLoomError):
@@ -186,7 +190,8 @@ def plan_owner_rows(kernel: Kernel, owner: OwnerRef) -> _Plan:
     op_ids: list[str] = []
     for run_id in run_ids:
         for t in ("results", "context_records", "run_controls", "cleanup_jobs", "approvals",
-                  "revocations"):
+                  "revocations", "workflow_nodes", "mailbox", "handoffs", "task_board",
+                  "blackboard", "collab_revisions"):
             found = store.query(t, {"run_id": run_id})
             mine[t].append(({"run_id": run_id}, found))
         ops = store.query("operations", {"run_id": run_id})

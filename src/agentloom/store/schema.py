@@ -176,6 +176,43 @@ TABLES: dict[str, Table] = {
             ("operation_id", "created_at"),
             ("operation_id",),
         ),
+        Table(  # one activation of a workflow node (issue 20): the workflow driver writes it
+            "workflow_nodes",
+            ("run_id", "node", "attempt", "status", "operation_id", "created_at", "updated_at",
+             "data"),
+            ("run_id", "node", "attempt"),
+            frozenset({"data"}),
+        ),
+        Table(  # a message between the nodes of a workflow run (spec 003 F11): squad/collab.py
+            "mailbox",
+            ("run_id", "message_id", "recipient", "sender", "created_at", "read_at", "data"),
+            ("run_id", "message_id"),
+            frozenset({"data"}),
+        ),
+        Table(  # work handed from one node to another, and how far it got
+            "handoffs",
+            ("run_id", "handoff_id", "from_node", "to_node", "status", "created_at",
+             "updated_at", "data"),
+            ("run_id", "handoff_id"),
+            frozenset({"data"}),
+        ),
+        Table(  # a task on a run's board, written by compare-and-set on its revision
+            "task_board",
+            ("run_id", "task_id", "status", "assignee", "revision", "updated_at", "data"),
+            ("run_id", "task_id"),
+            frozenset({"data"}),
+        ),
+        Table(  # one entry of a run's blackboard: a plain string key, a JSON value
+            "blackboard",
+            ("run_id", "entry_key", "revision", "updated_at", "data"),
+            ("run_id", "entry_key"),
+            frozenset({"data"}),
+        ),
+        Table(  # a revision taken of a collaboration item: its insert is the compare-and-set
+            "collab_revisions",
+            ("run_id", "kind", "item", "revision", "created_at"),
+            ("run_id", "kind", "item", "revision"),
+        ),
     )
 }
 
@@ -282,6 +319,37 @@ CREATE TABLE command_receipts (
 CREATE INDEX command_receipts_principal ON command_receipts (project, actor, created_at);
 CREATE TABLE command_confirmations (
   operation_id TEXT PRIMARY KEY, created_at {real} NOT NULL);
+"""
+
+# durable workflows (issue 20): a row per node activation, and a run's collaboration state
+# (spec 003 F11): mailbox, handoffs, task board, blackboard. A write of a board task, a
+# blackboard entry or a handoff's status also inserts its next ``collab_revisions`` row: a
+# second writer from the same revision finds the key taken (a compare-and-set in every store)
+_V12_COMMON = """
+CREATE TABLE workflow_nodes (
+  run_id TEXT NOT NULL, node TEXT NOT NULL, attempt INTEGER NOT NULL, status TEXT NOT NULL,
+  operation_id TEXT, created_at {real} NOT NULL, updated_at {real} NOT NULL,
+  data TEXT NOT NULL, PRIMARY KEY (run_id, node, attempt));
+CREATE INDEX workflow_nodes_run ON workflow_nodes (run_id, updated_at);
+CREATE TABLE mailbox (
+  run_id TEXT NOT NULL, message_id TEXT NOT NULL, recipient TEXT NOT NULL,
+  sender TEXT NOT NULL, created_at {real} NOT NULL, read_at {real}, data TEXT NOT NULL,
+  PRIMARY KEY (run_id, message_id));
+CREATE INDEX mailbox_recipient ON mailbox (run_id, recipient, created_at);
+CREATE TABLE handoffs (
+  run_id TEXT NOT NULL, handoff_id TEXT NOT NULL, from_node TEXT NOT NULL,
+  to_node TEXT NOT NULL, status TEXT NOT NULL, created_at {real} NOT NULL,
+  updated_at {real} NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, handoff_id));
+CREATE TABLE task_board (
+  run_id TEXT NOT NULL, task_id TEXT NOT NULL, status TEXT NOT NULL, assignee TEXT,
+  revision INTEGER NOT NULL, updated_at {real} NOT NULL, data TEXT NOT NULL,
+  PRIMARY KEY (run_id, task_id));
+CREATE TABLE blackboard (
+  run_id TEXT NOT NULL, entry_key TEXT NOT NULL, revision INTEGER NOT NULL,
+  updated_at {real} NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, entry_key));
+CREATE TABLE collab_revisions (
+  run_id TEXT NOT NULL, kind TEXT NOT NULL, item TEXT NOT NULL, revision INTEGER NOT NULL,
+  created_at {real} NOT NULL, PRIMARY KEY (run_id, kind, item, revision));
 """
 
 # (summary, sqlite DDL, postgres DDL)
@@ -397,5 +465,11 @@ MIGRATIONS: tuple[tuple[str, str, str], ...] = (
         "(command_confirmations)",
         _V11_COMMON.format(real="REAL"),
         _V11_COMMON.format(real="DOUBLE PRECISION"),
+    ),
+    (
+        "v12: workflows (workflow_nodes) and their collaboration state (mailbox, handoffs, "
+        "task_board, blackboard, collab_revisions)",
+        _V12_COMMON.format(real="REAL"),
+        _V12_COMMON.format(real="DOUBLE PRECISION"),
     ),
 )
