@@ -44,6 +44,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "agentloom"
 
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"cli", "__main__", "__init__", "testing", "host"}),
+    frozenset({"squad"}),
     frozenset({"agent"}),
     frozenset({"kernel", "environment"}),
     frozenset({"bus"}),
@@ -56,7 +57,8 @@ LAYERS: tuple[frozenset[str], ...] = (
                "attempts", "refs", "text", "folders", "limits", "telemetry", "secret_refs"}),
 )
 """Top to bottom (DESIGN.md §2): entry points; agent; composition root; bus; pipeline;
-hooks / context; domain managers; store; pure libraries (intent, command); core."""
+hooks / context; domain managers; store; pure libraries (intent, command); core. ``squad``
+(workflows, issue 20) sits above ``agent``: a workflow drives agents, never the other way."""
 
 PORTS: Mapping[str, frozenset[str]] = {
     # The ToolManager and ModelManager are the owners the bus routes tool and model calls to:

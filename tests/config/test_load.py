@@ -387,7 +387,7 @@ def test_config_error_names_key_and_fix_for_an_unknown_key_listing_the_allowed_k
             "tools") in lines
     assert ("plugins: unknown key 'plugins'; allowed keys at the top level: "
             "a2a_agents, agents, commands, connections, intents, mcp_servers, projects, recovery, "
-            "sandbox, skills, telemetry, version, workers, workspace") in lines
+            "sandbox, skills, telemetry, version, workers, workflows, workspace") in lines
 
 
 def test_config_error_names_key_and_fix_for_an_unknown_key_inside_a_model_choice(tmp_path: Path) -> None:

@@ -49,6 +49,7 @@ from agentloom.config.commands import (
 from agentloom.config.intents import IntentConfig, intent_problems
 from agentloom.config.mcp import MCP_TAGS, McpServerConfig, mcp_entry_parts
 from agentloom.config.skills import AgentSkills, SkillHooksConfig, SkillSourceConfig
+from agentloom.config.workflows import WORKFLOW_TAGS, WorkflowConfig, workflow_names, workflow_problems
 from agentloom.errors import CatalogError, ConfigError
 from agentloom.limits import leaves_input_room
 
@@ -205,6 +206,7 @@ MODEL_TAGS: dict[str, type[BaseModel]] = {
     _TEST_TAG: TestModelChoice,
     _SCRIPT_TAG: ScriptModelChoice,
     **MCP_TAGS,  # so error paths leave the mcp_servers transport tag out too
+    **WORKFLOW_TAGS,  # and a workflow node's kind
 }
 _BUILTIN_MODELS = {"test": _TEST_TAG, "script": _SCRIPT_TAG}
 _MODEL_FORMS = ("{connection: <connection name>, name: <model id>}, {builtin: test} or "
@@ -644,6 +646,9 @@ class Config(_Strict):
     """Actions an intent maps to, with their params, risk and handler (docs/commands.md)."""
     projects: dict[str, ProjectConfig] = Field(default_factory=dict)
     """Per-project overrides of connections (docs/config.md#projects)."""
+    workflows: Annotated[dict[str, WorkflowConfig], BeforeValidator(workflow_names)] = \
+        Field(default_factory=dict)
+    """Durable graphs of agent, capability and wait nodes (docs/workflows.md)."""
 
     _base_dir: Path = PrivateAttr(default_factory=lambda: Path.cwd().resolve())
     _origin: str = PrivateAttr(default="<config>")
@@ -697,6 +702,20 @@ class Config(_Strict):
         """``sqlite:///<base_dir>/.agentloom/agentloom.db`` (an absolute path, so the URL
         has four slashes); ``--store`` / ``AGENTLOOM_STORE`` override it."""
         return f"sqlite:///{self._base_dir / STORE_FILE}"
+
+    def workflow_name(self, name: str) -> str:
+        """The run name of workflow ``name`` (``workflow:<name>``: what its runs record as
+        their agent).
+
+        Raises:
+            ConfigError: no such workflow (the message lists the defined ones).
+        """
+        if name not in self.workflows:
+            raise ConfigError(
+                f"no workflow named {name!r}; {did_you_mean(name, list(self.workflows))}"
+                f"defined: {', '.join(self.workflows) or 'none (workflows: is empty)'}",
+                code="CONFIG_WORKFLOW_UNKNOWN")
+        return f"workflow:{name}"
 
     def agent_name(self, name: str | None = None) -> str:
         """``name`` checked (a ``ConfigError`` listing the agents when unknown), or by default
@@ -777,6 +796,7 @@ def cross_problems(config: Config) -> list[Problem]:
     problems.extend(intent_problems(config.intents))
     problems.extend(command_problems(config.intents, config.commands))
     problems.extend(command_tool_problems(config.agents, config.commands))
+    problems.extend(workflow_problems(config))
     return problems
 
 

@@ -1,0 +1,287 @@
+"""The ``workflows:`` section: durable graphs of agent, capability and wait nodes (issue 20,
+docs/workflows.md).
+
+Example::
+
+    workflows:
+      release:
+        nodes:
+          plan:    {agent: planner, input: "{{ input.task }}"}
+          build:   {capability: exec, args: {argv: [make, dist]}}
+          approve: {wait: approval, question: "Ship {{ nodes.build.output }}?"}
+        edges:
+          - {from: plan, to: build}
+          - {from: build, to: approve}
+          - {from: build, to: plan, on_error: retry_with_feedback, max: 2}
+
+Owns: the shape of one workflow entry (pydantic, strict, unknown keys refused; a node is
+tagged by which of ``agent`` / ``capability`` / ``wait`` it has) and ``workflow_problems``,
+the cross-checks against the rest of the configuration (agents exist; capability keys are
+built-ins, ``module:attr`` tools, or name a configured MCP server, A2A agent or exposed
+command) plus the graph checks of ``config._workflow_graph``; it re-exports those checks and
+the template functions of ``config._templates`` for ``squad``. Config is core and must not
+import ``squad``: these are plain models, and ``squad.builder.workflow_spec`` turns one into a
+``squad.spec.WorkflowSpec``. Does not own: running a workflow (``squad.driver``), whether an
+MCP server really has the tool (checked when the runtime is built).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictInt,
+    Tag,
+    field_validator,
+)
+
+from agentloom.config._problems import Problem, did_you_mean
+from agentloom.config._templates import TemplateError, references, render, render_args, template_texts
+from agentloom.config._workflow_graph import (
+    GraphEdge,
+    GraphNode,
+    graph_problems,
+    start_nodes,
+    topological_order,
+)
+from agentloom.config.a2a import a2a_entry_agent
+from agentloom.config.commands import command_entry
+from agentloom.config.mcp import mcp_entry_parts
+
+if TYPE_CHECKING:
+    from agentloom.config.model import Config
+
+__all__ = ["WORKFLOW_TAGS", "AgentNodeConfig", "CapabilityNodeConfig", "EdgeConfig", "GraphEdge",
+           "GraphNode", "NodeConfig", "TemplateError", "WaitNodeConfig", "WorkflowConfig",
+           "graph_node", "graph_problems", "references", "render", "render_args", "start_nodes",
+           "template_texts", "topological_order", "workflow_problems"]
+
+_REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_.]*$")
+_KINDS = ("agent", "capability", "wait")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class AgentNodeConfig(_Strict):
+    """``{agent: NAME, input: TEMPLATE, history: none}``: one input_only invocation of a
+    configured agent. ``input`` defaults to ``{{ input.task }}``; ``history`` can only be
+    ``none`` (the default)."""
+
+    agent: str = Field(min_length=1)
+    input: str = "{{ input.task }}"
+    history: Literal["none"] = "none"
+
+
+def _json_value(value: Any, at: str = "args") -> Any:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{at}: keys must be strings (got {key!r})")
+            _json_value(item, f"{at}.{key}")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _json_value(item, f"{at}[{i}]")
+    elif not (value is None or isinstance(value, str | int | float | bool)):
+        raise ValueError(f"{at} must hold JSON values only (strings, numbers, true/false, null, "
+                         f"lists, mappings); got a {type(value).__name__} — quote it")
+    return value
+
+
+class CapabilityNodeConfig(_Strict):
+    """``{capability: KEY, args: {...}}``: one call of a capability (a built-in such as
+    ``exec``, ``mcp.<server>.<tool>``, ``a2a.<name>``, ``command.<id>`` or a ``module:attr``
+    tool). Every string inside ``args`` is a template. ``args`` defaults to ``{}``."""
+
+    capability: str = Field(min_length=1)
+    args: Annotated[dict[str, Any], BeforeValidator(_json_value)] = Field(default_factory=dict)
+
+
+class WaitNodeConfig(_Strict):
+    """``{wait: approval, question: TEMPLATE}``: a wait for a person's answer; its output is
+    ``approved`` or ``rejected``. ``question`` defaults to ``""``."""
+
+    wait: Literal["approval"]
+    question: str = ""
+
+
+WORKFLOW_TAGS: dict[str, type[BaseModel]] = {
+    "<agent node>": AgentNodeConfig, "<capability node>": CapabilityNodeConfig,
+    "<wait node>": WaitNodeConfig}
+"""The tags of the node union (left out of key paths in error messages)."""
+
+
+def _node_tag(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        kind = next((k for k in _KINDS if k in value), None)
+        return f"<{kind} node>" if kind else None
+    for tag, cls in WORKFLOW_TAGS.items():
+        if isinstance(value, cls):
+            return tag
+    return None
+
+
+def _one_kind(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        kinds = [k for k in _KINDS if k in value]
+        if len(kinds) > 1:
+            raise ValueError(f"a node is one of an agent, a capability or a wait: give exactly one "
+                             f"of `agent`, `capability` or `wait` (got {' and '.join(kinds)})")
+    return value
+
+
+NodeConfig = Annotated[
+    Annotated[AgentNodeConfig, Tag("<agent node>")]
+    | Annotated[CapabilityNodeConfig, Tag("<capability node>")]
+    | Annotated[WaitNodeConfig, Tag("<wait node>")],
+    Discriminator(_node_tag, custom_error_type="node_kind",
+                  custom_error_message="a node needs exactly one of `agent: NAME`, "
+                  "`capability: KEY` or `wait: approval`"),
+    BeforeValidator(_one_kind),
+]
+"""A node: an agent, a capability or a wait, by which of those keys it has."""
+
+
+def _names(value: Any) -> Any:
+    return (value,) if isinstance(value, str) else value
+
+
+_NodeNames = Annotated[tuple[Annotated[str, Field(min_length=1)], ...],
+                       BeforeValidator(_names), Field(min_length=1)]
+
+
+class EdgeConfig(_Strict):
+    """``{from: A, to: B}`` — ``from`` and ``to`` are a node name or a list of them. ``join``
+    (default ``all``): with several sources, wait for every one (``all``) or the first
+    (``any``). ``when``: fire only when the source's output (stripped) equals it. ``on_error``
+    (``route`` | ``retry_with_feedback``): an error edge, fired when its one source failed.
+    ``max``: how often the edge may fire in one run (a cycle needs one)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                              serialize_by_alias=True)
+
+    sources: _NodeNames = Field(alias="from")
+    targets: _NodeNames = Field(alias="to")
+    join: Literal["all", "any"] = "all"
+    when: str | None = None
+    on_error: Literal["route", "retry_with_feedback"] | None = None
+    max: StrictInt | None = Field(default=None, ge=1)
+
+
+class WorkflowLimitsConfig(_Strict):
+    """``limits:`` of a workflow — the whole run's, every node included: ``run_deadline_s``
+    (default 3600), ``max_total_tokens`` (the token budget of all its agent nodes together;
+    default none), ``approval_timeout_s`` / ``approval_default`` (how long a wait node waits,
+    then which answer applies; default: until answered)."""
+
+    run_deadline_s: float = Field(default=3600.0, gt=0)
+    max_total_tokens: int | None = Field(default=None, ge=1)
+    approval_timeout_s: float | None = Field(default=None, gt=0)
+    approval_default: Literal["deny", "approve"] = "deny"
+
+
+class WorkflowConfig(_Strict):
+    """One workflow under ``workflows:``: ``nodes`` (at least one, in order) and ``edges``
+    (default: none, every node then starts at once); ``description`` defaults to ``""``."""
+
+    description: str = ""
+    nodes: dict[str, NodeConfig] = Field(min_length=1)
+    edges: tuple[EdgeConfig, ...] = ()
+    limits: WorkflowLimitsConfig = Field(default_factory=WorkflowLimitsConfig)
+
+    @field_validator("nodes", mode="before")
+    @classmethod
+    def _nodes_mapping(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            raise ValueError("must be a mapping of node name → node (got a list); write "
+                             "`plan: {agent: planner}` rather than `- plan: …`")
+        if isinstance(value, Mapping):
+            for name in value:
+                _check_name(name, "node")
+        return value
+
+
+NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+"""A workflow's or a node's name: a letter, then letters, digits, ``_`` or ``-`` (at most 64):
+it names the node's calls (``<run>/n/<node>/<attempt>``) and folders."""
+
+
+def _check_name(name: Any, what: str) -> None:
+    if not isinstance(name, str) or not NAME.match(name):
+        raise ValueError(f"{what} name {name!r} must be a letter, then letters, digits, '_' or "
+                         "'-' (at most 64)")
+
+
+def workflow_names(value: Any) -> Any:
+    """Check the names under ``workflows:`` (a ``before`` validator of ``Config.workflows``)."""
+    if isinstance(value, Mapping):
+        for name in value:
+            _check_name(name, "workflow")
+    return value
+
+
+def graph_node(name: str, node: AgentNodeConfig | CapabilityNodeConfig | WaitNodeConfig) -> GraphNode:
+    """The view of one node the graph checks read."""
+    if isinstance(node, AgentNodeConfig):
+        return GraphNode(name=name, kind="agent", target=node.agent, texts=((("input",), node.input),))
+    if isinstance(node, CapabilityNodeConfig):
+        return GraphNode(name=name, kind="capability", target=node.capability,
+                         texts=tuple(template_texts(node.args, ("args",))))
+    return GraphNode(name=name, kind="wait", target=node.wait, texts=((("question",), node.question),))
+
+
+def workflow_problems(config: Config) -> list[Problem]:
+    """Every problem of ``config.workflows`` that needs more than one key to see, in file
+    order: the graph checks, agents that are not defined, capability keys that name nothing."""
+    problems: list[Problem] = []
+    for name, workflow in config.workflows.items():
+        nodes = {n: graph_node(n, node) for n, node in workflow.nodes.items()}
+        problems += graph_problems(name, nodes, workflow.edges, agents=list(config.agents),
+                                   capability_problem=lambda key: _capability_problem(config, key))
+    return problems
+
+
+def _capability_problem(config: Config, key: str) -> str | None:
+    from agentloom.config.model import BUILTIN_TOOLS  # model.py imports this module
+
+    if key in BUILTIN_TOOLS or _REF.match(key):
+        return None
+    mcp = mcp_entry_parts(key)
+    if mcp is not None:
+        server, tool = mcp
+        if any(c in tool for c in "*?["):
+            return f"{key!r} is a pattern; a capability node calls one tool: name it"
+        if server not in config.mcp_servers:
+            known = list(config.mcp_servers)
+            return (f"no MCP server named {server!r}; {did_you_mean(server, known)}defined: "
+                    f"{', '.join(known) or 'none (add one under mcp_servers)'}")
+        return None
+    remote = a2a_entry_agent(key)
+    if remote is not None:
+        if remote not in config.a2a_agents:
+            known = list(config.a2a_agents)
+            return (f"no A2A agent named {remote!r}; {did_you_mean(remote, known)}defined: "
+                    f"{', '.join(known) or 'none (add one under a2a_agents)'}")
+        return None
+    command = command_entry(key)
+    if command is not None:
+        found = config.commands.get(command)
+        if found is None:
+            known = list(config.commands)
+            return (f"no command named {command!r}; {did_you_mean(command, known)}defined: "
+                    f"{', '.join(known) or 'none (add it under commands)'}")
+        if not found.expose_as_tool:
+            return (f"command {command!r} is not exposed as a tool; set "
+                    f"commands.{command}.expose_as_tool: true")
+        return None
+    return (f"unknown capability {key!r}; {did_you_mean(key, BUILTIN_TOOLS)}built-ins are "
+            f"{', '.join(BUILTIN_TOOLS)}; an SDK tool is written 'package.module:attribute', an MCP "
+            "tool 'mcp.<server>.<tool>', a remote A2A agent 'a2a.<name>', a command 'command.<id>'")
