@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +86,29 @@ def test_example_a2a_serving_answers_the_official_client_on_both_bindings(tmp_pa
     assert lines[0].startswith("card: [('JSONRPC'") and "HTTP+JSON" in lines[0]
     assert lines[1].startswith("JSONRPC: task ") and lines[1].endswith("TASK_STATE_COMPLETED")
     assert lines[2].startswith("HTTP+JSON: TASK_STATE_COMPLETED: ")
+
+
+def test_example_workflow_routes_an_error_waits_for_approval_and_publishes(tmp_path: Path) -> None:
+    """Issue 20: examples/workflow through the CLI — the build's first failure goes back to
+    the planner, the run waits for a person (exit 3), is approved, resumes and publishes."""
+    folder = tmp_path / "workflow"
+    shutil.copytree(ROOT / "examples" / "workflow", folder)
+    store = f"sqlite:///{tmp_path / 'w.db'}"
+    config = str(folder / "agentloom.yaml")
+    first = _run("-m", "agentloom", "run", config, "--workflow", "release", "ship 2.0", "--json",
+                 "--store", store, cwd=tmp_path)
+    assert first.returncode == 3, first.stderr
+    run_id = json.loads(first.stdout)["run_id"]
+    shown = json.loads(_run("-m", "agentloom", "runs", "show", run_id, "--json", "--store", store,
+                            cwd=tmp_path).stdout)
+    assert {n["node"]: n["attempts"] for n in shown["nodes"]} == {
+        "plan": 2, "build": 2, "review": 2, "approve": 1, "publish": 0}
+    (approval,) = shown["diagnosis"]["waiting_for"]["approvals"]
+    assert approval["question"] == "Ship dist/release-2.0.txt?"
+    answered = _run("-m", "agentloom", "runs", "approve", run_id, approval["operation_id"],
+                    "--store", store, cwd=tmp_path)
+    assert answered.returncode == 0, answered.stderr
+    done = _run("-m", "agentloom", "runs", "resume", run_id, "--json", "--store", store,
+                cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == "published dist/release-2.0.txt (1 line)"

@@ -112,7 +112,8 @@ class RunEnvironment:
     ) -> WorkspaceScope:
         """The run's scope: a folder of the user's (``workdir``, refused while a run for
         which ``busy`` holds it), a persistent session folder, or a per-invocation one
-        (kept after the run with ``keep``)."""
+        (a workflow's: its WorkflowSession folder of the run), kept after the run with
+        ``keep``."""
         if workdir is not None:
             return await self.scopes.bind(owner=owner, run_id=run_id, folder=workdir,
                                           busy=busy, fence=fence)
@@ -121,6 +122,10 @@ class RunEnvironment:
                 owner=owner, run_id=run_id, fence=fence, persistent=True,
                 partition_kind="workflow_session" if owner.kind == "workflow"
                 else "agent_session", partition_id=session_id)
+        if owner.kind == "workflow":  # a workflow run's own WorkflowSession folder (000 §7.1)
+            return await self.scopes.register(
+                owner=owner, run_id=run_id, fence=fence, persistent=keep,
+                partition_kind="workflow_session", partition_id=run_id)
         return await self.scopes.register(
             owner=owner, run_id=run_id, fence=fence, persistent=keep,
             partition_kind="invocation", partition_id=invocation_id,

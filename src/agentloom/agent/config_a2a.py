@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agentloom.agent.config_entries import tool_entries
 from agentloom.config import Config
 from agentloom.config.a2a import a2a_entry_agent
 from agentloom.errors import AgentLoomError, ConfigError
@@ -33,8 +34,7 @@ def a2a_catalog(config: Config) -> dict[str, A2aAgent]:
             ``A2A_SECRET_MISSING``).
     """
     used = [name for name in config.a2a_agents
-            if any(a2a_entry_agent(entry) == name
-                   for agent in config.agents.values() for entry in agent.tools)]
+            if any(a2a_entry_agent(entry) == name for entry in tool_entries(config))]
     if not used:
         return {}
     from agentloom.a2a.card import fetch_agent  # the A2A SDK is imported only when used

@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from agentloom.agent.command_receipts import StoreReceiptLog
 from agentloom.agent.commands import CommandToolHandler, PipelineCommandExecutor, command_spec
+from agentloom.agent.config_entries import tool_entries
 from agentloom.agent.runtime import Runtime
 from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.catalog import CapabilitySpec
@@ -80,8 +81,7 @@ def command_tools(config: Config, bound: BoundCommands
                   ) -> dict[str, tuple[CapabilitySpec, RunCommandTool]]:
     """Command id -> the ``(spec, handler)`` of every ``command.<id>`` some agent lists (the
     config's cross-checks made sure each is a command with ``expose_as_tool``)."""
-    named = {c for agent in config.agents.values() for entry in agent.tools
-             if (c := command_entry(entry)) is not None}
+    named = {c for entry in tool_entries(config) if (c := command_entry(entry)) is not None}
     if not named:
         return {}
     registry = CommandRegistry.from_config(config.commands)

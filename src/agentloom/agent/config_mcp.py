@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from agentloom.agent.config_entries import tool_entries
 from agentloom.config import Config, default_hook_id, did_you_mean, key_path
 from agentloom.config.mcp import McpServerConfig, mcp_entry_parts
 from agentloom.config.model import McpHandlerConfig
@@ -48,7 +49,7 @@ def mcp_catalog(config: Config, *, backend: SandboxBackend,
             server ``mcp_servers`` lacks (``agents.<agent>.hooks[<i>].handler.server``) or a
             tool its server does not list (``….handler.tool``, ``MCP_TOOL_NOT_LISTED``).
     """
-    used = {parts[0] for agent in config.agents.values() for entry in agent.tools
+    used = {parts[0] for entry in tool_entries(config)
             if (parts := mcp_entry_parts(entry)) is not None}
     hooks = mcp_hooks(config)
     for where, handler in hooks:

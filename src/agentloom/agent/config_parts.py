@@ -17,6 +17,7 @@ shape or the checks it can make alone (``agentloom.config``); assembling a ``Run
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -25,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentloom.agent.config_mcp import mcp_entry_tools, where_of, with_servers
+from agentloom.agent.config_mcp import mcp_entry_tools, with_servers
 from agentloom.agent.config_skill_hooks import skill_hook_sources, skill_hooks
 from agentloom.agent.spec import AgentTool
 from agentloom.catalog import CapabilitySpec
@@ -54,6 +55,7 @@ from agentloom.config.model import (
     McpHandlerConfig,
 )
 from agentloom.config.skills import SkillHooksConfig
+from agentloom.config.workflows import CapabilityNodeConfig
 from agentloom.errors import ConfigError
 from agentloom.hooks.spec import HandlerRef, HookMatch, HookSpec
 from agentloom.models.budget import build_descriptor, resolve_descriptor
@@ -76,8 +78,20 @@ if TYPE_CHECKING:
     from agentloom.a2a import A2aAgent
     from agentloom.mcp import McpTool
 
-__all__ = ["agent_tools", "check_config", "hook_functions", "hook_specs", "max_output_tokens",
-           "model_descriptor", "model_source", "retry_policy", "sdk_tools", "think_params"]
+__all__ = [
+    "agent_tools",
+    "check_config",
+    "entry_tools",
+    "hook_functions",
+    "hook_specs",
+    "max_output_tokens",
+    "model_descriptor",
+    "model_source",
+    "retry_policy",
+    "sdk_tools",
+    "think_params",
+    "workflow_tools",
+]
 
 
 # -- the checks that need the presets or the script parser --------------------------------------
@@ -365,6 +379,35 @@ def sdk_tools(config: Config, agent_name: str) -> list[Tool[Any]]:
     return [t for t in agent_tools(config, agent_name) if isinstance(t, Tool)]
 
 
+def workflow_tools(config: Config, workflow: str,
+                   mcp: Sequence[McpTool] | None = None, a2a: Mapping[str, A2aAgent] | None = None,
+                   commands: Mapping[str, tuple[CapabilitySpec, CapabilityHandler]] | None = None,
+                   ) -> dict[str, AgentTool]:
+    """What each capability node of ``workflows.<workflow>`` calls, by its ``capability``
+    entry, resolved as an agent's ``tools`` are (``agent_tools``): a ``module:attr`` entry
+    names the tool it imports, whose capability key is the tool's own name.
+
+    Raises:
+        ConfigError: as ``agent_tools``; an entry that names no single tool (a glob) names
+            its key.
+    """
+    nodes = config.workflows[workflow].nodes
+    at = {node.capability: f"{key_path(('workflows', workflow, 'nodes', name))}.capability"
+          for name, node in reversed(nodes.items()) if isinstance(node, CapabilityNodeConfig)}
+    out: dict[str, AgentTool] = {}
+    for entry, where in reversed(at.items()):
+        tools = entry_tools(config, [entry], functools.partial(_same, where), mcp, a2a, commands)
+        if len(tools) != 1:
+            raise ConfigError(f"{where}: {entry!r} names {len(tools)} tools; a capability node "
+                              "calls exactly one (no globs)", code="CONFIG_INVALID")
+        out[entry] = tools[0]
+    return out
+
+
+def _same(where: str, index: int) -> str:
+    return where
+
+
 def agent_tools(config: Config, agent_name: str,
                 mcp: Sequence[McpTool] | None = None, a2a: Mapping[str, A2aAgent] | None = None,
                 commands: Mapping[str, tuple[CapabilitySpec, CapabilityHandler]] | None = None,
@@ -381,11 +424,22 @@ def agent_tools(config: Config, agent_name: str,
         ConfigError: as for ``sdk_tools``; ``MCP_TOOL_NOT_LISTED`` for an MCP entry naming a
             tool its server does not list.
     """
+    return entry_tools(config, list(config.agent(agent_name).tools),
+                       lambda i: f"{key_path(('agents', agent_name))}.tools[{i}]",
+                       mcp, a2a, commands)
+
+
+def entry_tools(config: Config, entries: Sequence[str], where: Callable[[int], str],
+                mcp: Sequence[McpTool] | None = None, a2a: Mapping[str, A2aAgent] | None = None,
+                commands: Mapping[str, tuple[CapabilitySpec, CapabilityHandler]] | None = None,
+                ) -> list[AgentTool]:
+    """``entries`` (tool entries; ``where(i)`` names the key of the ``i``-th in messages)
+    resolved: see ``agent_tools``."""
     out: list[AgentTool] = []
     seen: set[str] = set()
-    for i, entry in enumerate(config.agent(agent_name).tools):
+    for i, entry in enumerate(entries):
         if mcp_entry_parts(entry) is not None:
-            chosen = mcp_entry_tools(entry, mcp, where_of(agent_name, i)) if mcp is not None else []
+            chosen = mcp_entry_tools(entry, mcp, where(i)) if mcp is not None else []
             out.extend(t for t in chosen if t.capability_key not in seen)
             seen.update(t.capability_key for t in chosen)
             continue
@@ -400,13 +454,13 @@ def agent_tools(config: Config, agent_name: str,
         if ":" not in entry:
             out.append(entry)
             continue
-        where = f"{key_path(('agents', agent_name))}.tools[{i}]"
-        target = _import(entry, where, config.base_dir)
+        at = where(i)
+        target = _import(entry, at, config.base_dir)
         if isinstance(target, type) and issubclass(target, Tool):
-            raise ConfigError(f"{where}: {entry!r} is the class {target.__name__}; name an instance "
+            raise ConfigError(f"{at}: {entry!r} is the class {target.__name__}; name an instance "
                               f"(e.g. `tool = {target.__name__}()` in the module)", code="CONFIG_IMPORT")
         if not isinstance(target, Tool):
-            raise ConfigError(f"{where}: {entry!r} is a {type(target).__name__}, not an agentloom.Tool "
+            raise ConfigError(f"{at}: {entry!r} is a {type(target).__name__}, not an agentloom.Tool "
                               "instance", code="CONFIG_IMPORT")
         out.append(target)
     return out

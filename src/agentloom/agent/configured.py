@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,15 +46,19 @@ from agentloom.agent.config_parts import (
     model_source,
     retry_policy,
     think_params,
+    workflow_tools,
 )
 from agentloom.agent.config_routes import ConfigRoutes
 from agentloom.agent.failures import RecoveryPolicy
 from agentloom.agent.leases import WorkerSettings
 from agentloom.agent.output import OutputSpec
+from agentloom.agent.programs import RunProgram
 from agentloom.agent.runtime import Runtime
 from agentloom.agent.spec import AgentSpec, AgentTool, Limits, tool_key
+from agentloom.catalog import CapabilitySpec
 from agentloom.config import Config, Problem, config_error, key_path
 from agentloom.errors import ConfigError
+from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.sandbox.ports import EnvironmentPolicy, SandboxBackend
 from agentloom.skills.configured import release_skills
 from agentloom.skills.runtime import SKILL_TOOLS, narrowed_keys, skill_listing
@@ -60,9 +66,11 @@ from agentloom.skills.versions import SkillVersion, get_version
 from agentloom.store import open_store
 
 if TYPE_CHECKING:
-    pass
+    from agentloom.a2a import A2aAgent
+    from agentloom.mcp import McpTool
 
-__all__ = ["STORE_ENV", "agent_specs", "environment_policy", "runtime_from_config", "store_url_for"]
+__all__ = ["STORE_ENV", "BuildCatalogs", "ProgramsFactory", "agent_specs", "build_catalogs",
+           "environment_policy", "runtime_from_config", "store_url_for"]
 
 STORE_ENV = "AGENTLOOM_STORE"
 """The environment variable naming the store URL when ``store`` is not given."""
@@ -74,9 +82,36 @@ def store_url_for(config: Config, store: str | None = None) -> str:
     return store or os.environ.get(STORE_ENV) or config.default_store_url()
 
 
+@dataclass(frozen=True, slots=True)
+class BuildCatalogs:
+    """What a configuration's tool entries resolve against, listed once at build time: the
+    MCP servers' tools, the remote A2A agents, the ``command.<id>`` tools (``None``: left
+    out)."""
+
+    mcp: list[McpTool]
+    remote: dict[str, A2aAgent]
+    exposed: dict[str, tuple[CapabilitySpec, CapabilityHandler]] | None
+
+
+def build_catalogs(config: Config, *, sandbox_backend: SandboxBackend | None = None,
+                   store: str | None = None,
+                   commands: BoundCommands | None = None) -> BuildCatalogs:
+    """``check_config``, then list every MCP server, remote agent and command tool that some
+    agent's ``tools`` or workflow's capability node names (raises as ``agent_specs``)."""
+    check_config(config)
+    # the MCP servers agents name are listed now: their tools are this release's catalog
+    mcp = mcp_catalog(config, backend=sandbox_backend or config.sandbox.backend,
+                      policy=environment_policy(config), store=store)  # store: OAuth grants
+    remote = a2a_catalog(config)  # the A2A agents listed: their cards fetched and checked now
+    exposed: dict[str, tuple[CapabilitySpec, CapabilityHandler]] | None = \
+        dict(command_tools(config, commands)) if commands is not None else None
+    return BuildCatalogs(mcp, remote, exposed)
+
+
 def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None,
                 store: str | None = None,
-                commands: BoundCommands | None = None) -> list[AgentSpec]:
+                commands: BoundCommands | None = None,
+                catalogs: BuildCatalogs | None = None) -> list[AgentSpec]:
     """One ``AgentSpec`` per configured agent, in file order, after ``check_config``.
     ``commands``: what the ``command.<id>`` tools submit to once bound (``config_commands``;
     without it those entries are left out).
@@ -89,12 +124,10 @@ def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None
             An MCP server an agent names that cannot be listed (``mcp_servers.<server>``, its
             MCP or sandbox code), or a tool it does not list (``MCP_TOOL_NOT_LISTED``).
     """
-    check_config(config)
-    # the MCP servers agents name are listed now: their tools are this release's catalog
-    mcp = mcp_catalog(config, backend=sandbox_backend or config.sandbox.backend,
-                      policy=environment_policy(config), store=store)  # store: OAuth grants
-    remote = a2a_catalog(config)  # the A2A agents listed: their cards fetched and checked now
-    exposed = command_tools(config, commands) if commands is not None else None
+    if catalogs is None:
+        catalogs = build_catalogs(config, sandbox_backend=sandbox_backend, store=store,
+                                  commands=commands)
+    mcp, remote, exposed = catalogs.mcp, catalogs.remote, catalogs.exposed
     skills = _release_skills(config, store_url_for(config, store))
     specs: list[AgentSpec] = []
     problems: list[Problem] = []
@@ -183,13 +216,22 @@ def environment_policy(config: Config) -> EnvironmentPolicy:
         max_file_bytes=sandbox.max_file_bytes, max_cpu_s=sandbox.max_cpu_s)
 
 
+ProgramsFactory = Callable[[Config, Callable[[str], dict[str, AgentTool]]], Sequence[RunProgram]]
+"""Builds the programs (workflows) of a configuration, given what each workflow's capability
+nodes resolve to by workflow name, by entry (``config_parts.workflow_tools``):
+``squad.configured``."""
+
+
 def runtime_from_config(
-    config: Config, *, store: str | None = None, sandbox_backend: SandboxBackend | None = None
+    config: Config, *, store: str | None = None, sandbox_backend: SandboxBackend | None = None,
+    programs: ProgramsFactory | None = None,
 ) -> Runtime:
     """The runtime a configuration describes.
 
     ``store`` overrides the store URL (see ``store_url_for``); the default SQLite file's
     ``.agentloom/`` folder is created. ``sandbox_backend`` overrides ``sandbox.backend``.
+    ``programs`` builds its workflows (``agentloom.squad.configured.runtime_from_config``
+    passes it); without it ``workflows:`` is left out.
 
     Raises:
         ConfigError: anything the configuration names cannot be resolved (the message names
@@ -198,7 +240,11 @@ def runtime_from_config(
     _importable(config.base_dir)
     url = store_url_for(config, store)  # the SQLite store makes its own folders (0711)
     bound = BoundCommands()
-    specs = agent_specs(config, sandbox_backend=sandbox_backend, store=url, commands=bound)
+    catalogs = build_catalogs(config, sandbox_backend=sandbox_backend, store=url, commands=bound)
+    specs = agent_specs(config, sandbox_backend=sandbox_backend, store=url, commands=bound,
+                        catalogs=catalogs)
+    built = programs(config, lambda name: workflow_tools(
+        config, name, catalogs.mcp, catalogs.remote, catalogs.exposed)) if programs else ()
     hooks = hook_specs(config, {s.name: s.extras.get("skills") or {} for s in specs}, store=url)
     functions = hook_functions(config)
     runtime = Runtime(specs, store=url, hooks=hooks, hook_functions=functions,
@@ -218,10 +264,11 @@ def runtime_from_config(
                        lease_ttl_s=config.workers.lease_ttl_s,
                        takeover_grace_s=config.workers.takeover_grace_s,
                        poll_s=config.workers.poll_s,
-                       max_concurrent_runs=dict(config.workers.max_concurrent_runs)))
+                       max_concurrent_runs=dict(config.workers.max_concurrent_runs)),
+                   programs=built)
     bind_skills(runtime, specs)
-    if config.commands and any(tool_key(t).startswith("command.") for s in specs
-                               for t in s.tools):
+    if config.commands and (catalogs.exposed or any(
+            tool_key(t).startswith("command.") for s in specs for t in s.tools)):
         bind_commands(runtime, config, bound)
     return runtime
 

@@ -25,6 +25,8 @@ type                                          payload
 ``run.finished``                              ``RunFinished``
 ``context.compacted`` (live only)             ``ContextCompacted``
 ``hook.warning`` (live only)                  ``HookWarning``
+``node.started`` / ``.completed``             ``NodeStarted`` / ``NodeCompleted`` (workflows)
+``node.waiting`` (live only)                  ``NodeCompleted``
 ============================================  =============================================
 """
 
@@ -52,7 +54,8 @@ from agentloom.store.records import OperationRecord, get_run, operations
 
 __all__ = [
     "PAYLOADS", "TERMINAL", "CallStatus", "ContextCompacted", "EventData", "EventSink",
-    "HookWarning", "ModelCallCompleted", "ModelCallStarted", "RunEvent", "RunFinished",
+    "HookWarning", "ModelCallCompleted", "ModelCallStarted", "NodeCompleted", "NodeStarted",
+    "RunEvent", "RunFinished",
     "RunStarted", "ToolCallCompleted", "ToolCallStarted", "envelope_status", "run_events",
     "stored_response", "summary_of",
 ]
@@ -186,7 +189,33 @@ class HookWarning(EventData):
     denied: bool | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class NodeStarted(EventData):
+    """``node.started``: an activation of a workflow node (issue 20), keyed by its ``call_id``
+    (``<node>#<attempt>``, also the call id of the node's call)."""
+
+    workflow: str | None = None
+    node: str | None = None
+    attempt: int | None = None
+    call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class NodeCompleted(NodeStarted):
+    """``node.completed``: the node's real ``status`` (``succeeded`` / ``failed``), its call's
+    ``operation_id`` and ``error_code`` when it failed. ``node.waiting`` (live only): the
+    node waits for a person; ``reason`` says why."""
+
+    operation_id: str | None = None
+    status: str | None = None
+    error_code: str | None = None
+    reason: str | None = None
+
+
 PAYLOADS: Mapping[str, type[EventData]] = {
+    "node.started": NodeStarted,
+    "node.completed": NodeCompleted,
+    "node.waiting": NodeCompleted,
     "run.started": RunStarted,
     "run.finished": RunFinished,
     "model.call.started": ModelCallStarted,
@@ -336,9 +365,34 @@ def run_events(store: Store, run_id: str) -> list[RunEvent]:
         kind = _kind(op.event_type)
         events += (_model_events(run_id, op, store) if kind == "model"
                    else _call_events(run_id, kind, op, store))
+    events += _node_events(store, run_id)
     if run.ended is not None:  # ``error`` as stored: the JSON of an OperationError
         events.append(RunEvent("run.finished", run_id, run.updated_at, RunFinished(
             status=run.ended, output=run.output, error=run.data.get("error"), steps=run.steps,
             workspace=run.workspace)))
     events.sort(key=lambda e: e.at)
+    return events
+
+
+def _node_events(store: Store, run_id: str) -> list[RunEvent]:
+    """A workflow run's node events, from its committed node records (``workflow_nodes``):
+    each activation's start (at its call's start) and its end with its real status."""
+    rows = store.query("workflow_nodes", {"run_id": run_id}, order_by=("created_at",))
+    if not rows:
+        return []
+    started = {op.operation_id: op.created_at for op in operations(store, run_id, lenient=True)}
+    run = get_run(store, run_id, lenient=True)
+    workflow = (run.data.get("workflow") or {}).get("name") if run is not None else None
+    events = []
+    for row in rows:
+        data = row.get("data") or {}
+        error = data.get("error") or {}
+        base = NodeStarted(workflow=workflow, node=row["node"], attempt=int(row["attempt"]),
+                           call_id=data.get("call_id"))
+        at = started.get(row.get("operation_id") or "", row["created_at"])
+        events.append(RunEvent("node.started", run_id, at, base))
+        if row["status"] in ("succeeded", "failed"):
+            events.append(RunEvent("node.completed", run_id, row["updated_at"], NodeCompleted(
+                **base, operation_id=row.get("operation_id"), status=row["status"],
+                error_code=error.get("code"))))
     return events

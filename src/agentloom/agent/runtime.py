@@ -41,6 +41,7 @@ from agentloom.agent.leases import (
 )
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop, initial_messages
 from agentloom.agent.owners import OwnerDeletion, delete_owner, parse_owner
+from agentloom.agent.programs import ProgramRun, RunProgram
 from agentloom.agent.quota import TokenQuota
 from agentloom.agent.routes import ModelRoutes, route_connections
 from agentloom.agent.sessions import (
@@ -52,7 +53,7 @@ from agentloom.agent.sessions import (
     release_op,
     turn_op,
 )
-from agentloom.agent.spec import AgentSpec, tool_key
+from agentloom.agent.spec import AgentSpec, AgentTool, Limits, tool_key
 from agentloom.approvals import (
     ApprovalPending,
     ApprovalRecord,
@@ -264,6 +265,7 @@ class Runtime:
         tracer_provider: Any = None,
         telemetry: bool | None = None,
         model_routes: ModelRoutes | None = None,
+        programs: Sequence[RunProgram] = (),
     ) -> None:
         """``hooks`` run in the order given: ``HookSpec``s (their ``handler.ref`` functions
         imported, or found in ``hook_functions``), functions decorated with
@@ -283,7 +285,10 @@ class Runtime:
         without one, ``telemetry`` (``telemetry.enabled``; ``None``: on when
         ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set) turns tracing on (``agentloom.telemetry``).
         ``model_routes``: where the runs of a principal's project send their model calls
-        (``agent.routes``; 003 F13) — a run records its route when it is queued or started."""
+        (``agent.routes``; 003 F13) — a run records its route when it is queued or started.
+        ``programs``: runs that are not one agent's loop — workflows (``agentloom.squad``,
+        issue 20), started with ``start(task, agent=program.name)``
+        (``agent.programs``)."""
         if not agents:
             raise ConfigError("a runtime needs at least one agent")
         self.agents = {a.name: a for a in agents}
@@ -295,6 +300,9 @@ class Runtime:
                     raise ConfigError(f"agent {agent.name!r} delegates to {executor!r}, which "
                                       f"is not defined; agents: {sorted(self.agents)}")
             agent.check_model()  # what its model cannot serve is refused now (000 §4.6)
+        self.programs = {p.name: p for p in programs}
+        if len(self.programs) != len(programs) or set(self.programs) & set(self.agents):
+            raise ConfigError("two agents or workflows have the same name")
         self.space_id = space_id
         self.recovery = recovery or RecoveryPolicy()
         self.config_source = dict(config_source) if config_source else None
@@ -315,15 +323,20 @@ class Runtime:
             self.kernel.add_model(agent.name, agent.model,
                                   first_output_timeout_s=agent.limits.first_output_timeout_s,
                                   stream_idle_timeout_s=agent.limits.stream_idle_timeout_s)
-        self.release_id = self._digest(agents, hook_list)
+        self.release_id = self._digest(agents, hook_list, programs)
         tools: list[Any] = []
         names: set[str] = set()
-        for agent in agents:
-            for tool in agent.tools:
+        for program in programs:
+            program.bind(self)
+        owned: list[tuple[str, Sequence[AgentTool]]] = [
+            *((a.name, a.tools) for a in agents), *((p.name, p.tools()) for p in programs)]
+        for _, own in owned:
+            for tool in own:
                 key = tool_key(tool)
                 if key not in names:
                     names.add(key)
                     tools.append(tool)
+        for agent in agents:
             for executor in agent.executors:
                 spec = delegate_spec(executor, self.agents[executor].description,
                                      self.release_id)
@@ -332,7 +345,9 @@ class Runtime:
                     tools.append((spec, DelegationHandler(executor, self._run_executor)))
         # the compiled catalog (tool schemas, descriptions) is part of what a run started with
         self.catalog_version = self.kernel.publish(
-            self.release_id, tools, roles={a.name: a.tool_keys() for a in agents})
+            self.release_id, tools, roles={
+                **{a.name: a.tool_keys() for a in agents},
+                **{p.name: [tool_key(t) for t in p.tools()] for p in programs}})
         self.loop = ReactLoop(self.kernel.bus, self.kernel.models, supplements=self._supplements,
                               edits=self.kernel.message_edits)
         self._live: dict[str, _Live] = {}
@@ -348,7 +363,8 @@ class Runtime:
             live.emit(RunEvent("hook.warning", live.lease.run_id, time.time(), payload))
 
     @staticmethod
-    def _digest(agents: Sequence[AgentSpec], hooks: Sequence[HookSpec]) -> str:
+    def _digest(agents: Sequence[AgentSpec], hooks: Sequence[HookSpec],
+                programs: Sequence[RunProgram] = ()) -> str:
         """The release id: a digest of the agents (their retry policy and limits included, so a
         resumed run keeps the ones it started with) and the compiled hook specs (a callable
         hook by its ``module:qualname`` ref), so the same code always gives the same id."""
@@ -361,7 +377,9 @@ class Runtime:
             **({"skills": dict(a.extras["skills"])} if a.extras.get("skills") else {}),
             **_model_settings(a), **a.policy_settings(),
         } for a in agents]
-        raw = sorted_json({"agents": described, "hooks": [h.to_dict() for h in hooks]})
+        raw = sorted_json({"agents": described, "hooks": [h.to_dict() for h in hooks],
+                           **({"programs": {p.name: p.digest for p in programs}}
+                              if programs else {})})
         return "rel-" + hashlib.sha256(raw.encode()).hexdigest()[:16]
 
     # -- runs -------------------------------------------------------------------------------
@@ -379,8 +397,11 @@ class Runtime:
         it is never deleted. While another running run holds that folder the start is refused
         (``WorkspaceScopeError`` ``WORKSPACE_BUSY``), or waits for it with ``wait``.
         ``principal``: whom the run is done for (the host's actor and project), recorded on it."""
-        spec = self._agent(agent)
-        owner = OwnerRef(kind="agent", id=agent, space_id=self.space_id)
+        limits = self._limits(agent)
+        owner = self._owner_of(agent)
+        if session is not None and agent in self.programs:
+            raise RunError(f"{agent} runs without a session (a workflow has no AgentSession); "
+                           "leave out the session", code="SESSION_NOT_ALLOWED")
         check_owner(self.store, owner)  # before its session is taken (OWNER_DELETED)
         run_id = run_id or new_id()
         folder = workdir if workdir is not None else self.workdir
@@ -388,11 +409,13 @@ class Runtime:
             view = await self._occupy(session, owner, run_id, task, wait) if session else None
             data = {"agent": agent, "task": task, "release_id": self.release_id,
                     "catalog_version": self.catalog_version,
-                    "deadline": time.time() + spec.limits.run_deadline_s, "session_id": session,
+                    "deadline": time.time() + limits.run_deadline_s, "session_id": session,
                     "session_seen": view.seen if view else None,
                     "sandbox_backend": self.kernel.environment.sandbox_backend}
             if view is not None:
                 data["session_slot"] = view.seen
+            if agent in self.programs:
+                data["workflow"] = self.programs[agent].describe()
             if self.config_source is not None:
                 data["config"] = self.config_source
             self._take_route(data, principal)
@@ -486,7 +509,7 @@ class Runtime:
                 await self._suspend(run, why)
                 raise RunError(suspended_refusal(get_run(self.store, run_id) or run),
                                code="RUN_SUSPENDED")
-        owner = OwnerRef(kind="agent", id=run.agent, space_id=self.space_id)
+        owner = self._owner_of(run.agent)
         view = None
         if run.session_id:
             view = open_session(self.store, run.session_id, owner, seen=run.session_seen)
@@ -600,7 +623,7 @@ class Runtime:
         higher ``priority`` first, then the oldest. Its deadline counts from that claim.
         ``facts``: more keys kept in the run's data (the A2A server's ``a2a``), never one of
         its own."""
-        self._agent(agent)
+        self._limits(agent)
         if isinstance(priority, bool) or not isinstance(priority, int):
             raise RunError(f"priority must be a whole number, got {priority!r}",
                            code="INVALID_PRIORITY")
@@ -608,10 +631,12 @@ class Runtime:
             **(facts or {}), "agent": agent, "task": task, "release_id": self.release_id,
             "catalog_version": self.catalog_version, "session_id": None,
             "submitted_at": time.time()}
+        if agent in self.programs:
+            data["workflow"] = self.programs[agent].describe()
         if self.config_source is not None:
             data["config"] = self.config_source
         self._take_route(data, principal)
-        owner = OwnerRef(kind="agent", id=agent, space_id=self.space_id)
+        owner = self._owner_of(agent)
         return await self.kernel.submit_run(run_id=run_id, data=data, owner=owner,
                                             priority=priority, principal=principal)
 
@@ -646,7 +671,8 @@ class Runtime:
         """Claim the next queued run of this release this process may hold (``worker_cap``:
         the most it holds at once; the per-agent caps are ``workers.max_concurrent_runs``)."""
         return self.kernel.claim_next(
-            agents=list(self.agents), release_id=self.release_id, worker_cap=worker_cap,
+            agents=[*self.agents, *self.programs], release_id=self.release_id,
+            worker_cap=worker_cap,
             agent_caps=self.workers.max_concurrent_runs, lease_ttl_s=self.workers.lease_ttl_s)
 
     async def take(self, lease: RunLease) -> RunHandle:
@@ -660,15 +686,15 @@ class Runtime:
         data = dict(run.data)
         now = time.time()
         owner = OwnerRef(**data["owner"]) if "owner" in data else \
-            OwnerRef(kind="agent", id=str(data.get("agent")), space_id=self.space_id)
+            self._owner_of(str(data.get("agent")))
         if "deadline" not in data:  # its first claim (or one whose holder died before it began)
-            spec = self._agent(str(data.get("agent")))
+            limits = self._limits(str(data.get("agent")))
             folder = self.workdir
             if lease.workspace_scope_id is None:
                 lease = await self.kernel.open_run_workspace(
                     lease, owner=owner, keep=self.keep_workspaces,
                     workdir=Path(folder) if folder is not None else None)
-            data.update(deadline=now + spec.limits.run_deadline_s, started_at=now)
+            data.update(deadline=now + limits.run_deadline_s, started_at=now)
         waited = data.pop("waiting", None)
         if isinstance(waited, dict) and isinstance(waited.get("since"), int | float):
             data["deadline"] = float(data["deadline"]) + max(0.0, now - waited["since"])
@@ -814,15 +840,40 @@ class Runtime:
         except KeyError:
             raise ConfigError(f"no agent named {name!r}; agents: {sorted(self.agents)}") from None
 
-    def _context(self, live: _Live, role: str, invocation_id: str) -> InvocationContext:
-        spec = self._agent(role)
-        owner = OwnerRef(**live.data["owner"]) if "owner" in live.data else \
-            OwnerRef(kind="agent", id=live.data["agent"], space_id=self.space_id)
-        return self.kernel.invocation_context(
+    def _limits(self, name: str) -> Limits:
+        """The limits of the agent or program (a workflow) ``name``."""
+        program = self.programs.get(name)
+        if program is not None:
+            return program.limits
+        if name not in self.agents and name.startswith("workflow:"):
+            raise ConfigError(f"no workflow named {name.removeprefix('workflow:')!r}; "
+                              f"workflows: {sorted(p.owner.id for p in self.programs.values())}")
+        return self._agent(name).limits
+
+    def _owner_of(self, name: str) -> OwnerRef:
+        """Whose capability use a run of the agent or program ``name`` is."""
+        program = self.programs.get(name)
+        if program is not None:
+            return replace(program.owner, space_id=self.space_id)
+        return OwnerRef(kind="agent", id=name, space_id=self.space_id)
+
+    def _context(self, live: _Live, role: str, invocation_id: str, *,
+                 owner: OwnerRef | None = None,
+                 workspace_scope_id: str | None = None) -> InvocationContext:
+        program = self.programs.get(role)
+        retry, limits = (program.retry, program.limits) if program is not None else \
+            (self._agent(role).retry, self._agent(role).limits)
+        if owner is None:
+            owner = OwnerRef(**live.data["owner"]) if "owner" in live.data else \
+                self._owner_of(live.data["agent"])
+        ctx = self.kernel.invocation_context(
             live.lease, release_id=self.release_id, role=role, owner=owner,
-            deadline=live.data["deadline"], retry=spec.retry, cancel=live.cancel,
-            invocation_id=invocation_id, approval_timeout_s=spec.limits.approval_timeout_s,
-            approval_default=spec.limits.approval_default)
+            deadline=live.data["deadline"], retry=retry, cancel=live.cancel,
+            invocation_id=invocation_id, approval_timeout_s=limits.approval_timeout_s,
+            approval_default=limits.approval_default)
+        if workspace_scope_id is not None:
+            ctx = replace(ctx, workspace_scope_id=workspace_scope_id)
+        return ctx
 
     def _drive(self, lease: RunLease, data: dict[str, Any], history: Sequence[Any]) -> RunHandle:
         live = _Live(lease, data, CancelToken(), ControlState(lease.run_id))
@@ -840,6 +891,9 @@ class Runtime:
         run_id = live.lease.run_id
         watcher = asyncio.ensure_future(self._watch(live))
         try:
+            program = self.programs.get(live.data["agent"])
+            if program is not None:
+                return await self._main_program(live, program, watcher)
             agent = self._agent(live.data["agent"])
             self._route(run_id, live.data.get("route"))
             if self.tracing is not None and "trace" not in live.data:
@@ -883,6 +937,41 @@ class Runtime:
             await self.kernel.model_manager.unroute(run_id)
             if self.tracing is not None:
                 self.tracing.unroute(run_id)
+
+    async def _main_program(self, live: _Live, program: RunProgram,
+                            watcher: asyncio.Future[None]) -> RunResult:
+        """The body of a run of a program (a workflow): its outcome, committed as an agent
+        run's is. Failures, approvals and releases are handled by ``_main`` around it."""
+        run_id = live.lease.run_id
+        live.emit(RunEvent("run.started", run_id, time.time(),
+                           {"agent": program.name, "task": live.data["task"]}))
+        limit = program.limits.max_total_tokens  # the whole run's quota: every agent node's
+        live.quota = TokenQuota.of_run(self.store, run_id, limit) if limit else None
+
+        def context(role: str, invocation_id: str, *, owner: OwnerRef | None = None,
+                    workspace_scope_id: str | None = None) -> InvocationContext:
+            return self._context(live, role, invocation_id, owner=owner,
+                                 workspace_scope_id=workspace_scope_id)
+
+        async def invoke(agent: str, task: str, ctx: InvocationContext) -> LoopOutcome:
+            spec = self._agent(agent)
+            inv = Invocation(invocation_id=ctx.invocation_id or run_id, agent=spec, ctx=ctx,
+                             messages=initial_messages(spec, task), root=False,
+                             quota=live.quota)
+            return await self._invoke(inv, live)
+
+        def step_boundary() -> None:
+            if live.draining:
+                raise _RunReleased(run_id)
+
+        outcome = await program.drive(ProgramRun(
+            run_id=run_id, lease_epoch=live.lease.lease_epoch, task=live.data["task"],
+            data=live.data, cancel=live.cancel, emit=live.emit, kernel=self.kernel,
+            context=context, invoke=invoke, step_boundary=step_boundary))
+        watcher.cancel()
+        result = await self._finish(live.lease, live.data, outcome)
+        live.emit(RunEvent("run.finished", run_id, time.time(), result.to_dict()))
+        return result
 
     async def _finish(self, lease: RunLease, data: dict[str, Any],
                       outcome: LoopOutcome) -> RunResult:

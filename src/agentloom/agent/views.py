@@ -28,6 +28,7 @@ from agentloom.agent.diagnosis import diagnose
 from agentloom.agent.events import envelope_status, stored_response, summary_of
 from agentloom.agent.leases import is_interrupted
 from agentloom.agent.spec import DELEGATE_PREFIX
+from agentloom.agent.workflow_view import workflow_detail
 from agentloom.pipeline.records import OperationState
 from agentloom.results import ToolResult
 from agentloom.store import Store
@@ -87,8 +88,16 @@ def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
         "route": run.data.get("route"),  # its project's model route (agent.routes), no key
         # for a run that has not ended: who holds it, what it waits for, what comes next
         "diagnosis": diagnose(store, run, status, details) if run.known_status else None,
+        # a workflow run's graph state: its nodes (agent.workflow_view)
+        **_graph(store, run, details),
         "operations": details,
     }
+
+
+def _graph(store: Store, run: RunRecord, details: list[dict[str, Any]]) -> dict[str, Any]:
+    graph = workflow_detail(store, run.run_id, run.data.get("workflow"), details)
+    return {} if graph is None else {"workflow": graph["workflow"], "current": graph["current"],
+                                     "nodes": graph["nodes"], "edges": graph["edges"]}
 
 
 def cleanup_detail(store: Store, run_id: str) -> dict[str, Any] | None:

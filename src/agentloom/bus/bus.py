@@ -132,12 +132,14 @@ class EventBus:
         prevalidated: bool = False,
         defer_commit: bool = False,
         refusal: OperationError | None = None,
+        ask: str | None = None,
     ) -> OperationResult:
         """Send one request and wait for its terminal envelope.
 
         ``logical_key`` names the call within the run: the same key recovers the same
         operation (same ``operation_id``); no key means a new call with a new identity.
         ``refusal`` records the call as failed with that error, without running it.
+        ``ask``: a person is asked this question before the call runs (``Request.ask``).
         """
         operation_id = new_id()
         stack = _active.get()
@@ -154,6 +156,7 @@ class EventBus:
             prevalidated=prevalidated,
             defer_commit=defer_commit,
             refusal=refusal,
+            ask=ask,
         )
         if refusal is not None:  # nothing will run: no owner or handler is needed
             return await self.pipeline.invoke(request, _Unresolved())

@@ -24,7 +24,6 @@ from typing import Annotated, Any
 import typer
 
 from agentloom.agent import RunResult, run_events
-from agentloom.agent.configured import runtime_from_config
 from agentloom.agent.controls import STOP, SUPPLEMENT, send_control
 from agentloom.agent.leases import is_interrupted
 from agentloom.agent.views import run_detail, run_summaries
@@ -57,6 +56,7 @@ from agentloom.cli.worker import work
 from agentloom.config import load_config
 from agentloom.errors import redact_secrets
 from agentloom.kernel import Kernel
+from agentloom.squad.configured import runtime_from_config
 from agentloom.store import Store
 from agentloom.store.records import RunRecord, get_run
 from agentloom.workspace.cleanup import CleanupResult
@@ -163,18 +163,27 @@ def run(
         "--wait", help="If another run works in that folder (--workdir) or holds the session "
         "(--session), wait for it to end instead of failing.")
     ] = False,
+    workflow: Annotated[str | None, typer.Option(
+        "--workflow", "-w", metavar="NAME", help="Run workflow NAME of CONFIG (workflows:) "
+        "instead of an agent; its output is its last node's.")] = None,
     store: BesideStoreOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run an agent of CONFIG on TASK and show its calls live.
+    """Run an agent or a workflow of CONFIG on TASK and show its calls live.
 
     Exit 0 when the run succeeded, 1 when it failed, was cancelled or timed out, 2 on a usage
-    or config error.
+    or config error, 3 while it waits for a person (agentloom runs approve|reject).
     """
     setup_logging()
     text = _read_task(task)
     cfg = load_config(config)
-    name = cfg.agent_name(agent)
+    if workflow is not None:
+        if agent is not None or session is not None:
+            raise UsageFailure("--workflow runs a workflow: leave out --agent and --session",
+                               code="USAGE")
+        name = cfg.workflow_name(workflow)
+    else:
+        name = cfg.agent_name(agent)
     runtime = runtime_from_config(cfg, store=store)
     result = run_sync(drive(
         runtime, lambda: runtime.start(text, agent=name, session=session, workdir=workdir,

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 
 import typer
 
-from agentloom.agent.configured import runtime_from_config
 from agentloom.agent.owners import OwnerDeletion, delete_owner, owner_runs, parse_owner
 from agentloom.cli.errors import EXIT_OK, EXIT_USAGE, UsageFailure
 from agentloom.cli.output import print_json, say, setup_logging, stderr_console, stdout_console
@@ -25,6 +24,7 @@ from agentloom.config import load_config
 from agentloom.errors import AgentLoomError
 from agentloom.kernel import Kernel
 from agentloom.refs import OwnerRef
+from agentloom.squad.configured import runtime_from_config
 from agentloom.store.owners import owner_label
 
 __all__ = ["owners_app"]

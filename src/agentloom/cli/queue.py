@@ -14,7 +14,6 @@ from typing import Annotated
 
 import typer
 
-from agentloom.agent.configured import runtime_from_config
 from agentloom.agent.worker import live_workers
 from agentloom.approvals import answer
 from agentloom.cli.errors import EXIT_OK, UsageFailure
@@ -24,6 +23,7 @@ from agentloom.cli.stores import open_existing_store, resolve_store_url
 from agentloom.config import load_config
 from agentloom.errors import redact_secrets
 from agentloom.pipeline.coordinator import CommitCoordinator
+from agentloom.squad.configured import runtime_from_config
 
 __all__ = ["approve", "reject", "submit", "workers_app"]
 
@@ -36,6 +36,9 @@ def submit(
     task: Annotated[str, typer.Argument(metavar="TASK", help="What to do.", show_default=False)],
     agent: Annotated[str | None, typer.Option(
         "--agent", "-a", metavar="NAME", help="The agent to run (default: main, else the first).")] = None,
+    workflow: Annotated[str | None, typer.Option(
+        "--workflow", "-w", metavar="NAME", help="Queue a run of workflow NAME (workflows:) "
+        "instead of an agent.")] = None,
     priority: Annotated[int, typer.Option(
         "--priority", metavar="N", help="Higher runs are claimed first; equal ones oldest "
         "first.")] = 0,
@@ -45,7 +48,7 @@ def submit(
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print one JSON value on stdout, nothing else.")] = False,
 ) -> None:
-    """Queue a run of an agent of CONFIG on TASK and return at once (status pending).
+    """Queue a run of an agent or a workflow of CONFIG on TASK and return at once (pending).
 
     A worker (agentloom worker CONFIG) claims and drives it. Prints the run id (with --json:
     {"run_id", "status", "agent", "priority"}).
@@ -55,7 +58,9 @@ def submit(
     if not text:
         raise UsageFailure("the task is empty")
     cfg = load_config(config)
-    name = cfg.agent_name(agent)
+    if workflow is not None and agent is not None:
+        raise UsageFailure("give --agent or --workflow, not both")
+    name = cfg.workflow_name(workflow) if workflow is not None else cfg.agent_name(agent)
     runtime = runtime_from_config(cfg, store=store)
 
     async def queue() -> str:

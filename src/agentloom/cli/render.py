@@ -104,6 +104,17 @@ class LiveView:
         elif event.type in ("tool.call.completed", "delegation.call.completed"):
             self._finish(("tool", role, str(data.get("call_id"))), str(data.get("status")),
                          str(data.get("summary") or ""))
+        elif event.type == "node.started":  # a workflow node (issue 20)
+            node = printable(str(data.get("node")))
+            self._start(_Call("node", node, printable(f"attempt {data.get('attempt')}"),
+                              printable(data.get("call_id") or "—")),
+                        ("node", node, str(data.get("call_id"))))
+        elif event.type == "node.completed":
+            self._finish(("node", printable(str(data.get("node"))), str(data.get("call_id"))),
+                         str(data.get("status")), str(data.get("error_code") or ""))
+        elif event.type == "node.waiting":
+            self._line(plain(f"node {data.get('node')} waits for a person: "
+                             f"{excerpt(str(data.get('reason') or ''), TEXT_LIMIT)}", "yellow"))
         self._refresh()
 
     # -- rows ----------------------------------------------------------------------------
@@ -223,9 +234,44 @@ def print_run_detail(console: Console, run: dict[str, Any]) -> None:
             highlight=False)
     for line in diagnosis_lines(run["diagnosis"]) if run.get("diagnosis") else ():
         console.print(plain(f"  {line}", "cyan"), highlight=False)
+    if run.get("nodes") is not None:
+        _graph(console, run)
     console.print(Text(f"\n{len(run['operations'])} operation(s)", style="bold"))
     for i, op in enumerate(run["operations"], start=1):
         console.print(_operation(i, op), soft_wrap=True)
+
+
+_NODE_MARKS = {"succeeded": ("✓", "green"), "failed": ("✗", "red"), "running": ("▶", "cyan"),
+               "waiting": ("⏸", "yellow"), "pending": ("·", "dim")}
+
+
+def _graph(console: Console, run: dict[str, Any]) -> None:
+    """A workflow run's graph state: each node with its status, attempts and output, the
+    current nodes, what a waiting node waits for, then the edges."""
+    current = ", ".join(run["current"]) or "none"
+    console.print(Text.assemble(("\nworkflow ", "bold"), plain(str(run["workflow"])),
+                                plain(f"  current: {current}")), highlight=False)
+    width = max(len(n["node"]) for n in run["nodes"])
+    for node in run["nodes"]:
+        mark, style = _NODE_MARKS.get(node["status"], ("?", "red"))
+        tries = f"  ({node['attempts']} attempts)" if node["attempts"] > 1 else ""
+        line = Text.assemble(plain(f"  {mark} ", style), plain(f"{node['node']:<{width}}  "),
+                             plain(f"{node['kind']:<10} "), _status(node["status"]), plain(tries))
+        if node["output"]:
+            line.append_text(plain(f"  → {_short(node['output'])}"))
+        if node["error"]:
+            line.append_text(plain(f"  {node['error'].get('code')}: "
+                                   f"{_short(node['error'].get('message'))}", "red"))
+        console.print(line, highlight=False)
+        for unknown in node["unknown"]:
+            console.print(plain(f"      effect unknown: {unknown.get('capability')} "
+                                f"{_short(unknown.get('arguments'))} (op "
+                                f"{unknown.get('operation_id')})", "yellow"), highlight=False)
+    for edge in run.get("edges") or []:
+        extra = "".join(f", {k} {edge[k]}" for k in ("when", "on_error", "max") if k in edge)
+        join = f" (join {edge['join']})" if len(edge["from"]) > 1 else ""
+        console.print(plain(f"    {' + '.join(edge['from'])} → {', '.join(edge['to'])}"
+                            f"{join}{extra}", "dim"), highlight=False)
 
 
 def _tokens(usage: dict[str, int | None]) -> str:

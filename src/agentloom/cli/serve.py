@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentloom.agent.configured import runtime_from_config
 from agentloom.cli.output import say, setup_logging, stderr_console
 from agentloom.config import load_config
 from agentloom.errors import redact_secrets
+from agentloom.squad.configured import runtime_from_config
 
 if TYPE_CHECKING:
     from agentloom.host.driver import RunDriver

@@ -159,5 +159,7 @@ def create_app(runtime: Runtime, *, execute: bool = True, concurrency: int = 1,
     app.state.runtime = runtime
     app.state.wait_s = wait_s
     app.state.worker = None
-    app.state.openapi = openapi_document(_version(), agents=sorted(runtime.agents))
+    app.state.openapi = openapi_document(
+        _version(), agents=sorted(runtime.agents),
+        workflows=sorted(p.owner.id for p in runtime.programs.values()))
     return app

@@ -38,6 +38,8 @@ SCHEMAS: dict[str, Any] = {
                      "description": "not empty nor only spaces, tabs and line breaks"},
             "agent": {"type": ["string", "null"],
                       "description": "default: main (or the first agent)"},
+            "workflow": {"type": ["string", "null"], "description": "run this workflow of the "
+                         "configuration (workflows:) instead of an agent; not with 'agent'"},
             "wait": {"type": ["boolean", "null"], "description": "wait (at most 60 s) until "
                      "the run ended or waits for a person"},
             "priority": {"type": ["integer", "null"], "minimum": -2147483647,
@@ -63,7 +65,31 @@ SCHEMAS: dict[str, Any] = {
             "route": {"type": ["object", "null"], "description": "the model route of the "
                       "run's project, taken when it was queued (endpoints, key variables and "
                       "model ids per agent; never a key); null: the release's connections"},
+            "workflow": {"type": "string", "description": "a workflow run only: its workflow"},
+            "current": {"type": "array", "items": {"type": "string"},
+                        "description": "a workflow run only: the nodes running or waiting"},
+            "nodes": {"type": "array", "items": {"$ref": "#/components/schemas/WorkflowNode"},
+                      "description": "a workflow run only: its graph state, one entry per "
+                      "node in definition order (docs/workflows.md)"},
+            "edges": {"type": "array", "items": {"type": "object"},
+                      "description": "a workflow run only: its edges as defined"},
             "actor": {"type": "string"}, "project": {"type": "string"}},
+    },
+    "WorkflowNode": {
+        "type": "object",
+        "required": ["node", "kind", "status", "output", "error", "attempts", "call_id",
+                     "operation_id", "unknown", "history"],
+        "properties": {
+            "node": {"type": "string"},
+            "kind": {"type": "string", "enum": ["agent", "capability", "wait"]},
+            "status": {"type": "string", "enum": ["pending", "running", "waiting", "succeeded",
+                                                  "failed"]},
+            "output": _NULL_STR, "error": {"type": ["object", "null"]},
+            "attempts": {"type": "integer", "minimum": 0}, "call_id": _NULL_STR,
+            "operation_id": _NULL_STR,
+            "unknown": {"type": "array", "items": {"type": "object"},
+                        "description": "calls whose effect is not known"},
+            "history": {"type": "array", "items": {"type": "object"}}},
     },
     "RunSummary": {
         "type": "object",
@@ -180,12 +206,16 @@ def _body(schema: str, *, required: bool = True) -> dict[str, Any]:
         "schema": {"$ref": f"#/components/schemas/{schema}"}}}}
 
 
-def _run_create(agents: list[str] | None) -> dict[str, Any]:
-    """``RunCreate``, its ``agent`` one of ``agents`` (the served configuration's) if given."""
-    if agents is None:
+def _run_create(agents: list[str] | None, workflows: list[str] | None) -> dict[str, Any]:
+    """``RunCreate``, its ``agent`` one of ``agents`` and its ``workflow`` one of
+    ``workflows`` (the served configuration's) if given."""
+    if agents is None and workflows is None:
         return _body("RunCreate")
     schema = copy.deepcopy(SCHEMAS["RunCreate"])
-    schema["properties"]["agent"]["enum"] = [*agents, None]
+    if agents is not None:
+        schema["properties"]["agent"]["enum"] = [*agents, None]
+    if workflows is not None:
+        schema["properties"]["workflow"]["enum"] = [*workflows, None]
     return {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
@@ -206,7 +236,7 @@ def _op(summary: str, ok: dict[str, Any], *, status: str = "200", params: tuple[
     return out
 
 
-def _paths(agents: list[str] | None) -> dict[str, Any]:
+def _paths(agents: list[str] | None, workflows: list[str] | None) -> dict[str, Any]:
     conflict = {"409": _problem("the run's state does not allow it (the code says why)"),
                 "400": _problem("a bad request body (the detail names the field)")}
     answer_extra = {"409": _problem("APPROVAL_ALREADY_ANSWERED, …"),
@@ -214,7 +244,7 @@ def _paths(agents: list[str] | None) -> dict[str, Any]:
     return {
         "/v1/runs": {
             "post": _op("Create a run for the key's principal", _json("Run", "the run"),
-                        status="201", body=_run_create(agents), op_id="createRun",
+                        status="201", body=_run_create(agents, workflows), op_id="createRun",
                         extra={"400": _problem("a bad request (the detail names the field)")}),
             "get": _op("List the principal's runs, newest first", _json("RunList", "a page"),
                        op_id="listRuns", params=(
@@ -292,9 +322,11 @@ def _paths(agents: list[str] | None) -> dict[str, Any]:
     }
 
 
-def openapi_document(version: str, *, agents: list[str] | None = None) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of the host at package ``version``; ``agents``: the names a
-    run may be created for (the served configuration's; any string when not given)."""
+def openapi_document(version: str, *, agents: list[str] | None = None,
+                     workflows: list[str] | None = None) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the host at package ``version``; ``agents`` /
+    ``workflows``: the names a run may be created for (the served configuration's; any string
+    when not given)."""
     return {
         "openapi": "3.1.0",
         "info": {"title": "AgentLoom host", "version": version,
@@ -302,7 +334,7 @@ def openapi_document(version: str, *, agents: list[str] | None = None) -> dict[s
                  " Errors are RFC 9457 problem details with the CLI's error codes."},
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
         "security": [{"bearer": []}],
-        "paths": _paths(agents),
+        "paths": _paths(agents, workflows),
         "components": {
             "schemas": SCHEMAS,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",

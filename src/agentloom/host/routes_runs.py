@@ -62,8 +62,17 @@ async def create_run(request: Request, runtime: Runtime, principal: Principal) -
         raise Problem(400, "INVALID_REQUEST", "the field 'task' must not be empty nor only "
                       "spaces, tabs and line breaks")
     agent = field(body, "agent", str, default=None)
+    workflow = field(body, "workflow", str, default=None)
+    if workflow is not None:  # a workflow's run (issue 20): its program's name
+        if agent is not None:
+            raise Problem(400, "INVALID_REQUEST", "give 'agent' or 'workflow', not both")
+        agent = f"workflow:{workflow}"
+        if agent not in runtime.programs:
+            raise Problem(400, "INVALID_REQUEST", f"the field 'workflow' names no workflow of "
+                          f"this configuration: {workflow!r}; workflows: "
+                          f"{sorted(p.owner.id for p in runtime.programs.values())}")
     agent = _default_agent(runtime) if agent is None else agent
-    if agent not in runtime.agents:
+    if agent not in runtime.agents and agent not in runtime.programs:
         raise Problem(400, "INVALID_REQUEST", f"the field 'agent' names no agent of this "
                       f"configuration: {agent!r}; agents: {sorted(runtime.agents)}")
     wait = field(body, "wait", bool, default=False)

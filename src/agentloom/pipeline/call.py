@@ -87,6 +87,8 @@ class Call:
             role=ctx.role, purpose=request.purpose,
         )
         state.chain["before"] = [h.hook_id for h in hooks]
+        if request.ask is not None:  # the caller asks a person before it runs (a workflow wait)
+            state.asks.append({"hook_id": "caller", "question": request.ask})
         ops = self.call_record_ops(source="model")
         if hooks:
             before = HookChain(self, "before", hooks)
@@ -105,6 +107,15 @@ class Call:
             if state.phase == "awaiting_approval":
                 raise approval.pending(self)
             ops = []
+        elif state.asks:  # no hooks, and the caller asks: the wait is the intent's commit
+            waits = approval.awaiting_ops(self)
+            try:
+                await self.commit([state.row(new=True), *ops, *waits])
+            except RevisionConflict:
+                return await self.pipeline.lost_race(self.request, self.handler)
+            crashpoints.reached("intent_saved")
+            self.pipeline.observe("operation.started", state)
+            raise approval.pending(self)
         return await self.execute(ops)
 
     async def resume(self) -> OperationResult:
@@ -167,7 +178,10 @@ class Call:
             state.cursor = None
             state.handle = None  # a handle belongs to one Attempt
             frozen = dict(state.payload)
-            first = bool(pending) or (attempt_no == 1 and not state.chain["before"])
+            # the first commit of the call, unless a before-hook or a wait for a person
+            # committed it already
+            first = bool(pending) or (attempt_no == 1 and not state.chain["before"]
+                                      and not state.asks)
             started = attempt_row(state.operation_id, attempt_no, "started", {}, finished=False)
             if first and not pending and self.handler.rerunnable:
                 # A re-runnable call (a model generation: no external side effect) with no

@@ -71,3 +71,7 @@ class Request:
     # The call cannot run (a model named a tool it was not offered, or sent arguments that
     # are not a JSON object): it is recorded ``failed`` with this error and no Attempt.
     refusal: OperationError | None = None
+    # The caller asks a person before the call runs (a workflow's wait node, issue 20): the
+    # call waits for its approval exactly as if a before-hook had answered ``ask`` with this
+    # question (``pipeline.approval``); the hooks still run first, and a deny still wins.
+    ask: str | None = None

@@ -37,6 +37,27 @@ function runFacts(run) {
   ];
 }
 
+// A workflow run's graph state (runs show --json "nodes"): each node's status, attempts and
+// output, what it waits for, its effects that are unknown; then the edges.
+function graph(run) {
+  if (!run.nodes) return null;
+  const rows = run.nodes.map((node) => h("tr", { class: node.unknown.length ? "unknown" :
+    node.status === "waiting" ? "waiting" : "", "data-node": node.node },
+  h("td", {}, node.node), h("td", {}, node.kind), h("td", {}, badge(node.status)),
+  h("td", {}, node.attempts), h("td", { class: "task" }, node.output ?? ""),
+  h("td", { class: "task" }, node.error ? `${node.error.code}: ${node.error.message}` :
+    node.unknown.length ? `effect unknown: ${pretty(node.unknown)}` : "")));
+  const edges = (run.edges ?? []).map((edge) => h("li", {}, `${edge.from.join(" + ")} → ` +
+    `${edge.to.join(", ")}${edge.when ? ` when ${edge.when}` : ""}` +
+    `${edge.on_error ? ` on error: ${edge.on_error}` : ""}${edge.max ? ` (max ${edge.max})` : ""}`));
+  return h("section", { "data-testid": "graph" },
+    h("h2", {}, `Workflow ${run.workflow} `, h("span", { class: "muted" },
+      run.current.length ? `current: ${run.current.join(", ")}` : "")),
+    h("table", {}, h("thead", {}, h("tr", {}, ["node", "kind", "status", "attempts", "output",
+      ""].map((t) => h("th", {}, t)))), h("tbody", {}, rows)),
+    h("ul", { class: "muted" }, edges));
+}
+
 function hookChips(op) {
   return op.hooks.map((hook) => h("span", { class: `chip ${hook.decision ?? ""}`, title: hook.reason ?? "" },
     `${hook.timing} ${hook.hook_id}: ${hook.decision ?? hook.status}`));
@@ -101,7 +122,7 @@ export function runTimeline(root, runId, fail) {
       const [run, ops] = await Promise.all([call("GET", runPath(runId)),
         call("GET", `${runPath(runId)}/operations`)]);
       if (controller.signal.aborted) return;
-      show(head, runFacts(run));
+      show(head, runFacts(run), graph(run));
       rows.replaceChildren(...ops.items.map((op, index) => row(run, op, index)));
       if (!ENDED.has(run.status) && !controller.signal.aborted) poll = setTimeout(refresh, POLL_MS);
     } catch (error) {
