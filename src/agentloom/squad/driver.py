@@ -72,7 +72,7 @@ from agentloom.squad.resolver import (
 from agentloom.squad.results import NodeOutcome, materialise
 from agentloom.squad.spec import AgentNode, CapabilityNode, WaitNode, WorkflowSpec
 from agentloom.squad.templates import render, render_args
-from agentloom.store.ports import Fence, Put, WriteSet
+from agentloom.store.ports import Put
 
 if TYPE_CHECKING:
     from agentloom.agent.runtime import Runtime
@@ -174,10 +174,10 @@ class _Drive:
         self.program = program
         self.spec = program.spec
         self.run_ = run
-        self.ctx = run.context(program.name, run.run_id)
+        # the workflow's own calls have no model context: no context records are kept for
+        # them (a node's output reaches the next node through its record, not a transcript)
+        self.ctx = dataclasses.replace(run.context(program.name, run.run_id), context_scope=None)
         self.store = run.kernel.store
-        self.commit = run.kernel.coordinator.commit
-        self.fence = Fence(run.run_id, run.lease_epoch)
         self.rows = {(r["node"], int(r["attempt"])): r for r in node_rows(self.store, run.run_id)}
         self.state = GraphState(self.spec)
 
@@ -286,8 +286,10 @@ class _Drive:
         if isinstance(node, CapabilityNode):
             spec = self.ctx.catalog.by_key(self.program.key_of(node.capability))
             args = render_args(node.args, task=task, outputs=outputs)
+            # a re-runnable capability (no side effect) is committed once, with the node's
+            # record (``_record``): its rows are carried to that commit
             return await bus.request(spec.exposed_name, args, self.ctx, logical_key=key,
-                                     call_id=call_id)
+                                     call_id=call_id, defer_commit=True)
         if isinstance(node, AgentNode):
             text = render(node.input, task=task, outputs=outputs)
             if act.feedback:
@@ -314,7 +316,10 @@ class _Drive:
         ops: list[Any] = [Put("workflow_nodes", row)]
         if outcome.succeeded and outcome.patches:
             ops.extend(collab.blackboard_ops(self.store, self.run_.run_id, outcome.patches))
-        await self.commit(WriteSet(tuple(ops), self.fence))
+        # A record of what has happened (its call's envelope is committed, or rides in this
+        # same commit): visible at once, on the disk with the next synced commit — the next
+        # node's intent — and re-derived from the envelope if a power loss takes it.
+        await self.run_.kernel.pipeline.commits.write(self.ctx, ops, sync=False)
         self.rows[(act.node, act.attempt)] = row
 
     def _emit(self, kind: str, payload: Mapping[str, Any]) -> None:

@@ -132,6 +132,11 @@ class Tool(ABC, Generic[InputT]):
     description: ClassVar[str]
     # ClassVar cannot hold a type variable, so the declared type is the bound.
     input_type: ClassVar[type[StrictInput]]
+    rerunnable: ClassVar[bool] = False
+    """True only for a tool with no effect outside its result (a pure computation, a read):
+    calling it again is harmless. Its call is then committed once, with its result, instead
+    of an intent first — a crash before that commit leaves no trace and the call is made
+    again (as a model generation is). Never set it on a tool that writes, sends or spends."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -171,7 +176,8 @@ class Tool(ABC, Generic[InputT]):
 
 
 class ToolHandler:
-    """Runs one ``Tool`` instance as a pipeline ``CapabilityHandler``: one call, one attempt."""
+    """Runs one ``Tool`` instance as a pipeline ``CapabilityHandler``: one call, one attempt.
+    It is ``rerunnable`` exactly when its tool declares so (``Tool.rerunnable``)."""
 
     rerunnable = False
     recoverable = False
@@ -180,6 +186,7 @@ class ToolHandler:
         _check_definition(type(tool))
         self._tool = tool
         self._files = files
+        self.rerunnable = bool(type(tool).rerunnable)  # the tool says it has no side effect
 
     @property
     def tool(self) -> Tool[Any]:

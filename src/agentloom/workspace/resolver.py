@@ -8,8 +8,9 @@ developer's tool gets. It takes no owner, session, scope or host path from its c
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from agentloom.attempts import AttemptContext
 from agentloom.workspace.files import Deleted, FileSlice, FileVersion
@@ -42,7 +43,9 @@ class WorkspaceResolver:
         return scope
 
     async def handle_for(self, context: AttemptContext) -> WorkspaceHandle:
-        scope = self.scope_for(context)
+        return await self._open(self.scope_for(context))
+
+    async def _open(self, scope: WorkspaceScope) -> WorkspaceHandle:
         folder = self.scopes.ensure_folder(scope)
         if scope.bound_path is not None:
             # A folder of the user's: the locks live outside it, and what the tools create in
@@ -56,42 +59,60 @@ class WorkspaceResolver:
                                             writable=scope.state == "registered")
 
     async def files_for(self, context: AttemptContext) -> ScopedFiles:
-        return ScopedFiles(self.service, await self.handle_for(context))
+        """The call's files. The scope is checked now (a call without a usable one is
+        refused before its tool runs); its folder is opened on the first file operation, so
+        a tool that touches no file pays nothing for it."""
+        scope = self.scope_for(context)
+        return ScopedFiles(self.service, functools.partial(self._open, scope),
+                           writable=scope.state == "registered")
 
 
 class ScopedFiles:
-    """The workspace file service bound to one call's scope (``ctx.files``)."""
+    """The workspace file service bound to one call's scope (``ctx.files``); the scope's
+    folder is opened on first use (``handle``: a handle, or what opens it)."""
 
-    def __init__(self, service: WorkspaceService, handle: WorkspaceHandle) -> None:
+    def __init__(self, service: WorkspaceService,
+                 handle: WorkspaceHandle | Callable[[], Awaitable[WorkspaceHandle]], *,
+                 writable: bool | None = None) -> None:
         self._service = service
-        self._handle = handle
+        self._opened = handle if isinstance(handle, WorkspaceHandle) else None
+        self._opener = None if isinstance(handle, WorkspaceHandle) else handle
+        self._writable = writable
 
     @property
     def writable(self) -> bool:
-        return self._handle.writable
+        if self._opened is not None:
+            return self._opened.writable
+        return bool(self._writable)
+
+    async def _h(self) -> WorkspaceHandle:
+        if self._opened is None:
+            assert self._opener is not None
+            self._opened = await self._opener()
+        return self._opened
 
     async def read(self, path: str, offset: int = 0, limit: int | None = None) -> FileSlice:
-        return await self._service.read(self._handle, path, offset, limit)
+        return await self._service.read(await self._h(), path, offset, limit)
 
     async def write(self, path: str, content: str, *, mode: str = "create_only",
                     if_match: str | None = None, parents: bool = True) -> FileVersion:
-        return await self._service.write(self._handle, path, content, mode=mode,  # type: ignore[arg-type]
+        return await self._service.write(await self._h(), path, content, mode=mode,  # type: ignore[arg-type]
                                          if_match=if_match, parents=parents)
 
     async def edit(self, path: str, old_text: str, new_text: str, *, expected_matches: int = 1,
                    if_match: str | None = None) -> FileVersion:
-        return await self._service.edit(self._handle, path, old_text, new_text,
+        return await self._service.edit(await self._h(), path, old_text, new_text,
                                         expected_matches=expected_matches, if_match=if_match)
 
     async def apply_patch(self, path: str, unified_diff: str, *,
                           if_match: str | None = None) -> FileVersion:
-        return await self._service.apply_patch(self._handle, path, unified_diff,
+        return await self._service.apply_patch(await self._h(), path, unified_diff,
                                                if_match=if_match)
 
     async def delete(self, path: str, *, if_match: str | None = None,
                      recursive: bool = False) -> Deleted:
-        return await self._service.delete(self._handle, path, if_match=if_match,
+        return await self._service.delete(await self._h(), path, if_match=if_match,
                                           recursive=recursive)
 
     async def glob(self, pattern: str, *, root: str = ".", limit: int = 500) -> Sequence[str]:
-        return (await self._service.glob(self._handle, pattern, root=root, limit=limit)).paths
+        return (await self._service.glob(await self._h(), pattern, root=root, limit=limit)).paths
