@@ -288,9 +288,13 @@ class Kernel:
         check_owner(self.store, owner)  # a deleted owner starts nothing (OWNER_DELETED)
         if workspace and workdir is not None:
             self.environment.scopes.check_bindable(workdir, self.run_is_running)
-        await self.coordinator.commit(WriteSet((Insert("runs", self._run_row(
-            run_id, "running", owner, data, principal=principal)),)))
-        lease = self.claim(run_id, lease_ttl_s=lease_ttl_s)
+        # created already held by this process (epoch 1): nobody else can have claimed a run
+        # that did not exist, so the insert is the claim — one commit, not two
+        row = self._run_row(run_id, "running", owner, data, principal=principal)
+        row.update(lease_epoch=1, lease_owner=self.worker_id,
+                   lease_expires_at=row["created_at"] + lease_ttl_s)
+        await self.coordinator.commit(WriteSet((Insert("runs", row),)))
+        lease = RunLease(run_id, 1)
         if workspace:
             lease = await self.open_run_workspace(lease, owner=owner, session_id=session_id,
                                                   workdir=workdir, keep=keep_workspace)

@@ -5,7 +5,7 @@ A node that fails says ``failed`` with its error code, never a default "ok"."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from tests.agent.conftest import WAIT_S, answer, calls, connection, tool_call
 
@@ -33,7 +33,7 @@ async def test_f14_node_and_tool_events_carry_call_ids_and_real_statuses_live_an
     live: list[RunEvent] = []
 
     handle = await rt.start("write the notes", agent="workflow:events")
-    listening = asyncio.ensure_future(_collect(handle, live))
+    listening = asyncio.ensure_future(_collect(handle.events(), live))
     result = await asyncio.wait_for(handle.result(), WAIT_S)
     await asyncio.wait_for(listening, WAIT_S)
 
@@ -63,6 +63,6 @@ async def test_f14_node_and_tool_events_carry_call_ids_and_real_statuses_live_an
     assert ops["w1"]["capability"] == "fs.write" and ops["w1"]["status"] == "succeeded"
 
 
-async def _collect(handle: object, into: list[RunEvent]) -> None:
-    async for event in handle.events():  # type: ignore[attr-defined]
+async def _collect(stream: AsyncIterator[RunEvent], into: list[RunEvent]) -> None:
+    async for event in stream:
         into.append(event)

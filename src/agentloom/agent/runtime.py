@@ -203,12 +203,18 @@ class RunHandle:
     async def supplement(self, text: str) -> None:
         await self._runtime.supplement(self.run_id, text)
 
-    async def events(self) -> AsyncIterator[RunEvent]:
-        """Live events from now until the run ends (nothing for a run that already ended)."""
+    def events(self) -> AsyncIterator[RunEvent]:
+        """Live events from this call on until the run ends (nothing for a run that already
+        ended). The subscription starts when ``events()`` is called, not at the first
+        iteration: ``events = handle.events()`` right after ``start`` misses nothing, even when
+        the iteration runs in another task."""
         queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+        self._live.subscribers.append(queue)
+        return self._follow(queue)
+
+    async def _follow(self, queue: asyncio.Queue[RunEvent | None]) -> AsyncIterator[RunEvent]:
         task = self._live.task
         assert task is not None
-        self._live.subscribers.append(queue)
         try:
             while True:
                 if queue.empty() and task.done():

@@ -72,6 +72,7 @@ from agentloom.squad.resolver import (
 from agentloom.squad.results import NodeOutcome, materialise
 from agentloom.squad.spec import AgentNode, CapabilityNode, WaitNode, WorkflowSpec
 from agentloom.squad.templates import render, render_args
+from agentloom.squad.validate import start_nodes
 from agentloom.store.ports import Put
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ class WorkflowProgram:
         self.space_id = "default"
         self._node_tools = list(tools) if tools else list(spec.capabilities())
         self._keys = dict(keys or {})
+        self.starts = start_nodes(spec)  # the first wave of every run (computed once)
         self._own: list[AgentTool] = []
         self._runs: dict[str, ProgramRun] = {}
         self._agents: dict[str, AgentSpec] = {}
@@ -179,7 +181,7 @@ class _Drive:
         self.ctx = dataclasses.replace(run.context(program.name, run.run_id), context_scope=None)
         self.store = run.kernel.store
         self.rows = {(r["node"], int(r["attempt"])): r for r in node_rows(self.store, run.run_id)}
-        self.state = GraphState(self.spec)
+        self.state = GraphState(self.spec, starts=program.starts)
 
     async def run(self) -> LoopOutcome:
         wave = self.state.first_wave()
@@ -190,8 +192,7 @@ class _Drive:
                 return stopped
             self.run_.step_boundary()
             steps += 1
-            settled = await asyncio.gather(*(self._activation(a) for a in wave),
-                                           return_exceptions=True)
+            settled = await self._settle(wave)
             waits = [s for s in settled if isinstance(s, ApprovalPending)]
             errors = [s for s in settled if isinstance(s, BaseException)
                       and not isinstance(s, ApprovalPending)]
@@ -206,6 +207,16 @@ class _Drive:
                     if isinstance(o, NodeOutcome)]
             wave = self.state.apply(done)
         return self._ending(steps)
+
+    async def _settle(self, wave: list[Activation]) -> list[NodeOutcome | BaseException]:
+        """Run a wave's activations side by side; each one's outcome or what it raised."""
+        if len(wave) == 1:  # a line of nodes: no task to make
+            try:
+                return [await self._activation(wave[0])]
+            except Exception as exc:
+                return [exc]
+        return await asyncio.gather(*(self._activation(a) for a in wave),
+                                    return_exceptions=True)
 
     def _ending(self, steps: int) -> LoopOutcome:
         state = self.state

@@ -55,6 +55,7 @@ class GraphState:
     """Which nodes ran with what outcome, and what runs next."""
 
     spec: WorkflowSpec
+    starts: tuple[str, ...] | None = None  # its start nodes, when the caller knows them
     outcomes: dict[str, list[NodeOutcome]] = field(default_factory=dict)
     fired: dict[int, int] = field(default_factory=dict)  # edge index -> times fired
     arrived: dict[int, set[str]] = field(default_factory=dict)  # edge index -> sources in
@@ -65,7 +66,8 @@ class GraphState:
     _started: dict[str, int] = field(default_factory=dict)  # node -> activations handed out
 
     def first_wave(self) -> list[Activation]:
-        return [self._activate(n) for n in start_nodes(self.spec)]
+        starts = self.starts if self.starts is not None else start_nodes(self.spec)
+        return [self._activate(n) for n in starts]
 
     def latest_outputs(self) -> dict[str, str]:
         """Each node's output of its last succeeded activation (what templates read)."""
