@@ -66,6 +66,7 @@ from agentloom.agent.tool_errors import ToolErrorStreak
 from agentloom.agent.transcript import assistant_message, tool_defs, tool_message
 from agentloom.bus import EventBus
 from agentloom.bus.bus import RequestItem
+from agentloom.cancel import CancelToken
 from agentloom.catalog import CapabilitySpec
 from agentloom.errors import OperationError
 from agentloom.limits import call_window
@@ -77,7 +78,7 @@ from agentloom.results import OperationResult, TerminalRunStatus
 from agentloom.text import storable
 
 __all__ = ["Invocation", "LoopOutcome", "ReactLoop", "Status", "SupplementSource", "initial_messages",
-           "model_request", "offered_specs"]
+           "model_request", "offered_specs", "run_over"]
 
 Status: TypeAlias = TerminalRunStatus  # how an invocation ended: a run ends with it
 MAX_REISSUES = 3  # new Attempts of one turn's model call after unknown / invalid responses
@@ -237,16 +238,7 @@ class ReactLoop:
         return out if changed else messages
 
     def _control(self, inv: Invocation) -> LoopOutcome | None:
-        ctx = inv.ctx
-        if ctx.cancel.is_set:
-            return LoopOutcome("cancelled", None, OperationError(
-                code="RUN_STOPPED", category="cancelled",
-                message=f"the run was stopped ({ctx.cancel.reason})"), steps=inv.steps)
-        if time.time() >= ctx.deadline:
-            return LoopOutcome("timed_out", None, OperationError(
-                code="RUN_DEADLINE_EXCEEDED", category="timeout",
-                message="the run deadline passed"), steps=inv.steps)
-        return None
+        return run_over(inv.ctx.cancel, inv.ctx.deadline, inv.steps)
 
     def _over_quota(self, inv: Invocation, n: int) -> LoopOutcome | None:
         """The end of an invocation about to make a model call when the run's quota is spent."""
@@ -380,6 +372,21 @@ class ReactLoop:
 
 
 def _ignore(event: RunEvent) -> None:
+    return None
+
+
+def run_over(cancel: CancelToken, deadline: float, steps: int) -> LoopOutcome | None:
+    """How a run ends when it was stopped (``cancelled``) or its deadline passed
+    (``timed_out``), after ``steps``; None while it may go on. The React loop and a
+    workflow (``squad.driver``) check it between their steps."""
+    if cancel.is_set:
+        return LoopOutcome("cancelled", None, OperationError(
+            code="RUN_STOPPED", category="cancelled",
+            message=f"the run was stopped ({cancel.reason})"), steps=steps)
+    if time.time() >= deadline:
+        return LoopOutcome("timed_out", None, OperationError(
+            code="RUN_DEADLINE_EXCEEDED", category="timeout",
+            message="the run deadline passed"), steps=steps)
     return None
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentloom.agent.events import RunEvent
 from agentloom.agent.loop import LoopOutcome
@@ -83,5 +83,3 @@ class ProgramRun:
     def deadline(self) -> float:
         return float(self.data["deadline"])
 
-
-OwnerKind = Literal["agent", "workflow"]

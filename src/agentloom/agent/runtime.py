@@ -960,11 +960,7 @@ class Runtime:
                                  workspace_scope_id=workspace_scope_id)
 
         async def invoke(agent: str, task: str, ctx: InvocationContext) -> LoopOutcome:
-            spec = self._agent(agent)
-            inv = Invocation(invocation_id=ctx.invocation_id or run_id, agent=spec, ctx=ctx,
-                             messages=initial_messages(spec, task), root=False,
-                             quota=live.quota)
-            return await self._invoke(inv, live)
+            return await self._invoke_agent(live, agent, task, ctx)
 
         def step_boundary() -> None:
             if live.draining:
@@ -1117,11 +1113,18 @@ class Runtime:
         live = self._live.get(context.run_id)
         if live is None:
             raise RunError(f"run {context.run_id} is not driven by this process")
-        agent = self._agent(executor)
         invocation_id = f"{context.run_id}/x/{request.operation_id}"
-        inv = Invocation(invocation_id=invocation_id,
-                         agent=agent, ctx=self._context(live, executor, invocation_id),
-                         messages=initial_messages(agent, task), root=False, quota=live.quota)
+        return await self._invoke_agent(live, executor, task,
+                                        self._context(live, executor, invocation_id))
+
+    async def _invoke_agent(self, live: _Live, agent: str, task: str,
+                            ctx: InvocationContext) -> LoopOutcome:
+        """A non-root invocation of ``agent`` on ``task`` alone (no history) in ``ctx``, under
+        the run's quota: an Executor's, or a workflow's agent node's."""
+        spec = self._agent(agent)
+        assert ctx.invocation_id is not None
+        inv = Invocation(invocation_id=ctx.invocation_id, agent=spec, ctx=ctx,
+                         messages=initial_messages(spec, task), root=False, quota=live.quota)
         return await self._invoke(inv, live)
 
     async def _invoke(self, inv: Invocation, live: _Live) -> LoopOutcome:

@@ -30,8 +30,8 @@ from agentloom.config._problems import Problem, did_you_mean, key_path
 from agentloom.config.intents import IntentConfig
 from agentloom.errors import CatalogError
 
-__all__ = ["COMMAND_ID", "CommandConfig", "CommandHandlerConfig", "command_entry", "command_problems",
-           "command_tool_problems"]
+__all__ = ["COMMAND_ID", "CommandConfig", "CommandHandlerConfig", "command_entry", "command_problem",
+           "command_problems", "command_tool_problems"]
 
 COMMAND_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,99}$")
 """A command id: a letter, then letters, digits, ``_``, ``.`` or ``-`` (at most 100)."""
@@ -176,20 +176,23 @@ def command_entry(entry: str) -> str | None:
 def command_tool_problems(agents: Mapping[str, Any],
                           commands: Mapping[str, CommandConfig]) -> list[Problem]:
     """An agent's ``command.<id>`` tool must name a command with ``expose_as_tool: true``."""
-    problems: list[Problem] = []
-    for name, agent in agents.items():
-        for i, entry in enumerate(agent.tools):
-            command = command_entry(entry)
-            if command is None:
-                continue
-            where = f"{key_path(('agents', name))}.tools[{i}]"
-            found = commands.get(command)
-            if found is None:
-                known = list(commands)
-                problems.append(Problem(where, f"no command named {command!r}; "
-                                        f"{did_you_mean(command, known)}defined: "
-                                        f"{', '.join(known) or 'none (add it under commands)'}"))
-            elif not found.expose_as_tool:
-                problems.append(Problem(where, f"command {command!r} is not exposed as a tool; "
-                                        f"set commands.{command}.expose_as_tool: true"))
-    return problems
+    return [Problem(f"{key_path(('agents', name))}.tools[{i}]", problem)
+            for name, agent in agents.items() for i, entry in enumerate(agent.tools)
+            if (problem := command_problem(commands, entry)) is not None]
+
+
+def command_problem(commands: Mapping[str, Any], entry: str) -> str | None:
+    """What is wrong with the tool entry ``entry`` as a ``command.<id>``: a command
+    ``commands`` lacks, or one not exposed as a tool (None: nothing, or not a command)."""
+    command = command_entry(entry)
+    if command is None:
+        return None
+    found = commands.get(command)
+    if found is None:
+        known = list(commands)
+        return (f"no command named {command!r}; {did_you_mean(command, known)}defined: "
+                f"{', '.join(known) or 'none (add it under commands)'}")
+    if not found.expose_as_tool:
+        return (f"command {command!r} is not exposed as a tool; "
+                f"set commands.{command}.expose_as_tool: true")
+    return None

@@ -38,6 +38,7 @@ from pydantic import (
 )
 
 from agentloom.catalog import compile_schema
+from agentloom.config._entries import a2a_agent_problem, mcp_server_problem
 from agentloom.config._problems import Problem, config_error, did_you_mean, key_path, shown
 from agentloom.config.a2a import A2aAgentConfig, a2a_entry_agent
 from agentloom.config.commands import (
@@ -841,24 +842,14 @@ def _duplicates(entries: tuple[str, ...], at: str, problems: list[Problem]) -> N
 
 def _mcp_tool_problems(config: Config, entries: tuple[str, ...], at: str,
                        problems: list[Problem]) -> None:
-    for i, entry in enumerate(entries):
-        parts = mcp_entry_parts(entry)
-        if parts is not None and parts[0] not in config.mcp_servers:
-            known = list(config.mcp_servers)
-            problems.append(Problem(f"{at}[{i}]", f"no MCP server named {parts[0]!r}; "
-                                    f"{did_you_mean(parts[0], known)}defined: "
-                                    f"{', '.join(known) or 'none (add one under mcp_servers)'}"))
+    problems.extend(Problem(f"{at}[{i}]", problem) for i, entry in enumerate(entries)
+                    if (problem := mcp_server_problem(config.mcp_servers, entry)) is not None)
 
 
 def _a2a_tool_problems(config: Config, entries: tuple[str, ...], at: str,
                        problems: list[Problem]) -> None:
-    for i, entry in enumerate(entries):
-        name = a2a_entry_agent(entry)
-        if name is not None and name not in config.a2a_agents:
-            known = list(config.a2a_agents)
-            problems.append(Problem(f"{at}[{i}]", f"no A2A agent named {name!r}; "
-                                    f"{did_you_mean(name, known)}defined: "
-                                    f"{', '.join(known) or 'none (add one under a2a_agents)'}"))
+    problems.extend(Problem(f"{at}[{i}]", problem) for i, entry in enumerate(entries)
+                    if (problem := a2a_agent_problem(config.a2a_agents, entry)) is not None)
 
 
 def _executor_problems(config: Config, name: str, agent: AgentConfig, at: str,

@@ -42,6 +42,7 @@ from pydantic import (
     field_validator,
 )
 
+from agentloom.config._entries import a2a_agent_problem, mcp_server_problem
 from agentloom.config._problems import Problem, did_you_mean
 from agentloom.config._templates import TemplateError, references, render, render_args, template_texts
 from agentloom.config._workflow_graph import (
@@ -52,7 +53,7 @@ from agentloom.config._workflow_graph import (
     topological_order,
 )
 from agentloom.config.a2a import a2a_entry_agent
-from agentloom.config.commands import command_entry
+from agentloom.config.commands import command_entry, command_problem
 from agentloom.config.mcp import mcp_entry_parts
 
 if TYPE_CHECKING:
@@ -63,7 +64,6 @@ __all__ = ["WORKFLOW_TAGS", "AgentNodeConfig", "CapabilityNodeConfig", "EdgeConf
            "graph_node", "graph_problems", "references", "render", "render_args", "start_nodes",
            "template_texts", "topological_order", "workflow_problems"]
 
-_REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_.]*$")
 _KINDS = ("agent", "capability", "wait")
 
 
@@ -250,38 +250,19 @@ def workflow_problems(config: Config) -> list[Problem]:
 
 
 def _capability_problem(config: Config, key: str) -> str | None:
-    from agentloom.config.model import BUILTIN_TOOLS  # model.py imports this module
+    from agentloom.config.model import _REF, BUILTIN_TOOLS  # model.py imports this module
 
     if key in BUILTIN_TOOLS or _REF.match(key):
         return None
     mcp = mcp_entry_parts(key)
     if mcp is not None:
-        server, tool = mcp
-        if any(c in tool for c in "*?["):
+        if any(c in mcp[1] for c in "*?["):
             return f"{key!r} is a pattern; a capability node calls one tool: name it"
-        if server not in config.mcp_servers:
-            known = list(config.mcp_servers)
-            return (f"no MCP server named {server!r}; {did_you_mean(server, known)}defined: "
-                    f"{', '.join(known) or 'none (add one under mcp_servers)'}")
-        return None
-    remote = a2a_entry_agent(key)
-    if remote is not None:
-        if remote not in config.a2a_agents:
-            known = list(config.a2a_agents)
-            return (f"no A2A agent named {remote!r}; {did_you_mean(remote, known)}defined: "
-                    f"{', '.join(known) or 'none (add one under a2a_agents)'}")
-        return None
-    command = command_entry(key)
-    if command is not None:
-        found = config.commands.get(command)
-        if found is None:
-            known = list(config.commands)
-            return (f"no command named {command!r}; {did_you_mean(command, known)}defined: "
-                    f"{', '.join(known) or 'none (add it under commands)'}")
-        if not found.expose_as_tool:
-            return (f"command {command!r} is not exposed as a tool; set "
-                    f"commands.{command}.expose_as_tool: true")
-        return None
+        return mcp_server_problem(config.mcp_servers, key)
+    if a2a_entry_agent(key) is not None:
+        return a2a_agent_problem(config.a2a_agents, key)
+    if command_entry(key) is not None:
+        return command_problem(config.commands, key)
     return (f"unknown capability {key!r}; {did_you_mean(key, BUILTIN_TOOLS)}built-ins are "
             f"{', '.join(BUILTIN_TOOLS)}; an SDK tool is written 'package.module:attribute', an MCP "
             "tool 'mcp.<server>.<tool>', a remote A2A agent 'a2a.<name>', a command 'command.<id>'")

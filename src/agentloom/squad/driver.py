@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentloom.agent.events import RunEvent
-from agentloom.agent.loop import LoopOutcome
+from agentloom.agent.loop import LoopOutcome, run_over
 from agentloom.agent.programs import ProgramRun
 from agentloom.agent.spec import AgentSpec, AgentTool, Limits, tool_key
 from agentloom.approvals import ApprovalPending
@@ -230,15 +230,7 @@ class _Drive:
         return LoopOutcome("succeeded", state.last.output if state.last else "", steps=steps)
 
     def _stopped(self, steps: int) -> LoopOutcome | None:
-        if self.run_.cancel.is_set:
-            return LoopOutcome("cancelled", None, OperationError(
-                code="RUN_STOPPED", category="cancelled",
-                message=f"the run was stopped ({self.run_.cancel.reason})"), steps=steps)
-        if time.time() >= self.run_.deadline:
-            return LoopOutcome("timed_out", None, OperationError(
-                code="RUN_DEADLINE_EXCEEDED", category="timeout",
-                message="the run deadline passed"), steps=steps)
-        return None
+        return run_over(self.run_.cancel, self.run_.deadline, steps)
 
     # -- one activation ---------------------------------------------------------------------
     async def _activation(self, act: Activation) -> NodeOutcome:
