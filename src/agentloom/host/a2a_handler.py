@@ -102,6 +102,7 @@ class RunRequestHandler(RequestHandler):
     async def on_message_send(self, params: SendMessageRequest,
                               context: ServerCallContext) -> Task | Message:
         run_id = await self._accept(params, context)
+        _wake(context)
         if not params.configuration.return_immediately:
             await self._settle(run_id, self.wait_s, ended_or_asking=True)
         return apply_history_length(self._task(run_id), _history(params))
@@ -111,6 +112,7 @@ class RunRequestHandler(RequestHandler):
                                      context: ServerCallContext) -> AsyncGenerator[Event]:
         run_id = await self._accept(params, context)
         first = apply_history_length(self._task(run_id), _history(params))
+        _wake(context)  # after the first event is read: a new task streams as submitted first
         yield first
         async for event in self._follow(first):
             yield event
@@ -134,9 +136,6 @@ class RunRequestHandler(RequestHandler):
                                                                   context_id=context_id))
             except AgentLoomError as exc:
                 raise InvalidParamsError(message=f"{exc.code}: {exc}") from None
-        worker = context.state.get(WORKER)
-        if worker is not None:  # this process drives runs: start it now, not at its next poll
-            worker.wake()
         return run_id
 
     def _agent(self, params: SendMessageRequest) -> str:
@@ -334,6 +333,13 @@ class RunRequestHandler(RequestHandler):
             if row is None or state_of(str(row["status"])) in settled:
                 return
             await asyncio.sleep(self.poll_s)
+
+
+def _wake(context: ServerCallContext) -> None:
+    """Start the accepted run now if this process drives runs, not at the worker's next poll."""
+    worker = context.state.get(WORKER)
+    if worker is not None:
+        worker.wake()
 
 
 def _principal(context: ServerCallContext) -> Principal:
