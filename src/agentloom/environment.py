@@ -32,7 +32,7 @@ from agentloom.sandbox import (
 )
 from agentloom.sandbox.ports import SandboxBackend
 from agentloom.store import Store
-from agentloom.store.ports import Fence
+from agentloom.store.ports import Fence, Insert, Put
 from agentloom.tools.builtin.exec import ExecHandler, exec_spec
 from agentloom.tools.builtin.fs import SCHEMAS, FsHandler, fs_spec
 from agentloom.workspace.blobs import FileBlobStore
@@ -128,6 +128,27 @@ class RunEnvironment:
                 partition_kind="workflow_session", partition_id=run_id)
         return await self.scopes.register(
             owner=owner, run_id=run_id, fence=fence, persistent=keep,
+            partition_kind="invocation", partition_id=invocation_id,
+            invocation_id=invocation_id)
+
+    async def plan_workspace(
+        self, *, owner: OwnerRef, run_id: str, session_id: str | None, invocation_id: str,
+        keep: bool = False,
+    ) -> tuple[WorkspaceScope, list[Insert | Put]]:
+        """The scope ``open_workspace`` registers (without ``workdir``) and its rows, for
+        the caller to commit — a new run commits them with its own row, in one commit — then
+        ``scopes.ensure_folder`` when it needs the folder (the same partitions)."""
+        if session_id is not None:
+            return await self.scopes.plan(
+                owner=owner, run_id=run_id, persistent=True,
+                partition_kind="workflow_session" if owner.kind == "workflow"
+                else "agent_session", partition_id=session_id)
+        if owner.kind == "workflow":  # a workflow run's own WorkflowSession folder (000 §7.1)
+            return await self.scopes.plan(
+                owner=owner, run_id=run_id, persistent=keep,
+                partition_kind="workflow_session", partition_id=run_id)
+        return await self.scopes.plan(
+            owner=owner, run_id=run_id, persistent=keep,
             partition_kind="invocation", partition_id=invocation_id,
             invocation_id=invocation_id)
 

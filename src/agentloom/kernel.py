@@ -237,7 +237,8 @@ class Kernel:
             scopes = self.environment.scopes
             self._mcp = McpSessions(
                 notify=self.bus.notify, backend=self.environment.sandbox_backend,
-                policy=self.environment.policy, workspace_of=lambda sid: scopes.path(scopes.get(sid)),
+                policy=self.environment.policy,
+                workspace_of=lambda sid: scopes.ensure_folder(scopes.get(sid)),
                 space_of=lambda sid: scopes.get(sid).owner_ref.space_id,
                 credentials=McpCredentials(self.store))  # OAuth grants: the store's secret table
         return self._mcp
@@ -293,7 +294,18 @@ class Kernel:
         row = self._run_row(run_id, "running", owner, data, principal=principal)
         row.update(lease_epoch=1, lease_owner=self.worker_id,
                    lease_expires_at=row["created_at"] + lease_ttl_s)
-        await self.coordinator.commit(WriteSet((Insert("runs", row),)))
+        ops: list[Op] = [Insert("runs", row)]
+        scope = None
+        if workspace and workdir is None:  # its scope is registered in the same commit
+            scope, scope_ops = await self.environment.plan_workspace(
+                owner=owner, run_id=run_id, session_id=session_id, invocation_id=run_id,
+                keep=keep_workspace)
+            ops.extend(scope_ops)
+        await self.coordinator.commit(WriteSet(tuple(ops)), inline=self._alone())
+        if scope is not None:
+            if scope.persistent:  # a run's own folder is made when it is first used
+                self.environment.scopes.ensure_folder(scope)
+            return RunLease(run_id, 1, scope.workspace_scope_id)
         lease = RunLease(run_id, 1)
         if workspace:
             lease = await self.open_run_workspace(lease, owner=owner, session_id=session_id,
@@ -387,9 +399,12 @@ class Kernel:
                 cleaned, so the caller may try again with other ops.
         """
         facts = {} if data is None else {"data": dict(data)}
+        # its scopes lose their write right in the same commit (000 §7.4's first step)
+        revoked = self.environment.cleanup.revoke_ops(lease.run_id)
         try:
             await self._commit_run(lease, {"run_id": lease.run_id, "status": status,
-                                           "updated_at": time.time(), **facts}, *with_ops)
+                                           "updated_at": time.time(), **facts}, *with_ops,
+                                   *revoked)
         finally:  # its MCP servers stop before its folders are cleaned (or when it was taken over)
             await self._close_mcp(lease.run_id)
         return await self.environment.end_run(lease.run_id, lease.lease_epoch)
@@ -480,7 +495,13 @@ class Kernel:
     async def _commit_run(self, lease: RunLease, row: Mapping[str, Any], *also: Op) -> None:
         """One commit of the run's row (and ``also``), fenced by the lease's epoch."""
         await self.coordinator.commit(WriteSet((Put("runs", row), *also),
-                                               Fence(lease.run_id, lease.lease_epoch)))
+                                               Fence(lease.run_id, lease.lease_epoch)),
+                                      inline=self._alone())
+
+    def _alone(self) -> bool:
+        """No call is in flight in this process: a run's own commit may run on the event
+        loop's thread (``CommitCoordinator.commit``'s ``inline``)."""
+        return self.pipeline.commits.active == 0
 
     def invocation_context(
         self,

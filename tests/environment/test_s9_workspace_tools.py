@@ -60,7 +60,7 @@ async def call(k: Kernel, lease: RunLease, name: str, **args: Any) -> Any:
 
 def folder(k: Kernel, lease: RunLease) -> Path:
     assert lease.workspace_scope_id is not None
-    return k.environment.scopes.path(k.environment.scopes.get(lease.workspace_scope_id))
+    return k.environment.scopes.ensure_folder(k.environment.scopes.get(lease.workspace_scope_id))
 
 
 async def test_s7_3_file_tools_work_in_the_runs_own_workspace(kernel: Kernel) -> None:

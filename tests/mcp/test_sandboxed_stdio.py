@@ -210,7 +210,7 @@ async def test_s7_4_the_runs_cleanup_stops_a_server_its_client_never_closed(
     try:
         lease = await kernel.start_run(data={"task": "t"})
         (scope,) = kernel.environment.scopes.scopes_for_run(lease.run_id)
-        folder = kernel.environment.scopes.path(scope)
+        folder = kernel.environment.scopes.ensure_folder(scope)
         ctx = LaunchContext(server_name="probe", run_id=lease.run_id, lease_epoch=lease.lease_epoch,
                             workspace_scope_id=scope.workspace_scope_id, workspace=folder,
                             base_dir=REPO, backend="bubblewrap")
@@ -418,7 +418,7 @@ async def test_s6_2_roots_list_names_the_workspace_where_the_server_sees_it(
     try:
         lease = await kernel.start_run(data={"task": "t"})
         (scope,) = kernel.environment.scopes.scopes_for_run(lease.run_id)
-        folder = kernel.environment.scopes.path(scope)
+        folder = kernel.environment.scopes.ensure_folder(scope)
         # its installed command (a script run by node): the launcher mounts its node_modules
         config = (everything_stdio(node, everything) if backend == "none" else
                   StdioServerConfig(transport="stdio", command=str(

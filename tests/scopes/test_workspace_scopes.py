@@ -12,9 +12,11 @@ import textwrap
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from agentloom import Kernel, StrictInput, Tool, ToolContext
 from agentloom.errors import ConfigError
 from agentloom.pipeline.coordinator import CommitCoordinator
 from agentloom.refs import OwnerRef
@@ -23,6 +25,10 @@ from agentloom.workspace.cleanup import RunCleanup
 from agentloom.workspace.scope import WorkspaceStore
 
 AGENT = OwnerRef(kind="agent", id="writer", space_id="s1")
+
+
+class _Text(StrictInput):
+    text: str
 
 
 @pytest.fixture
@@ -212,3 +218,86 @@ def test_s7_1_a_crash_after_registration_reuses_the_same_scope_and_path(tmp_path
     assert Path(path).is_dir() and Path(path) == tmp_path / "root" / row["data"]["path"]
 
 
+
+
+class _Pure(Tool[_Text]):
+    name = "pure"
+    description = "A step with no side effect that may look at its files."
+    rerunnable = True
+
+    async def execute(self, args: _Text, ctx: ToolContext) -> str:
+        if args.text == "write":
+            await ctx.files.write("made.txt", "x")
+        return "done"
+
+
+async def test_s7_1_a_runs_scope_is_committed_with_the_run_and_its_folder_made_on_first_use(
+    store_url: str, tmp_path: Path,
+) -> None:
+    kernel = Kernel(store_url, workspace_root=tmp_path / "ws")
+    kernel.publish("rel", [_Pure(), "fs.write"], roles={"main": ["pure", "fs.write"]})
+    seen: list[tuple[bool, tuple[str, ...]]] = []
+    commit_many = kernel.store.commit_many
+
+    def counting(batch: Any) -> Any:
+        seen.extend((ws.sync, tuple(sorted({op.table for op in ws.ops}))) for ws in batch)
+        return commit_many(batch)
+
+    kernel.store.commit_many = counting  # type: ignore[method-assign]
+    try:
+        await kernel.start_run(owner=AGENT)  # the owner's first run: its file root first
+        assert seen == [(True, ("file_roots",)), (True, ("runs", "workspace_scopes"))]
+        seen.clear()
+        lease = await kernel.start_run(owner=AGENT)
+        assert seen == [(True, ("runs", "workspace_scopes"))]  # one commit: run and scope
+        scopes = kernel.environment.scopes
+        scope = scopes.get(str(lease.workspace_scope_id))
+        assert scope.state == "registered" and not scopes.path(scope).exists()
+
+        ctx = kernel.invocation_context(lease, release_id="rel", owner=AGENT)
+        untouched = await kernel.bus.request("pure", {"text": "look"}, ctx, logical_key="a")
+        assert untouched.outcome == "succeeded" and not scopes.path(scope).exists()
+        wrote = await kernel.bus.request("pure", {"text": "write"}, ctx, logical_key="b")
+        assert wrote.outcome == "succeeded"
+        assert (scopes.path(scope) / "made.txt").read_text() == "x"
+
+        seen.clear()
+        cleaned = await kernel.end_run(lease)
+        # the end revokes the scope in the run's own synced commit; the cleanup record of
+        # what was done rides unsynced
+        assert seen == [(True, ("runs", "workspace_scopes")),
+                        (False, ("cleanup_jobs", "workspace_scopes"))]
+        assert cleaned.state == "done" and not scopes.path(scope).exists()
+        assert scopes.get(scope.workspace_scope_id).state == "deleted"
+    finally:
+        kernel.store.commit_many = commit_many  # type: ignore[method-assign]
+        kernel.close()
+
+
+async def test_s7_1_a_side_effecting_tool_is_refused_before_it_runs_a_pure_one_on_first_use(
+    store_url: str, tmp_path: Path,
+) -> None:
+    """A scope that is no longer usable refuses a tool with side effects before it starts
+    (``not_started``); a re-runnable tool, which has none, only when it touches its files."""
+    kernel = Kernel(store_url, workspace_root=tmp_path / "ws")
+    kernel.publish("rel", [_Pure(), "fs.write"], roles={"main": ["pure", "fs.write"]})
+    try:
+        lease = await kernel.start_run(owner=AGENT)
+        scopes = kernel.environment.scopes
+        await scopes.set_state([scopes.get(str(lease.workspace_scope_id))], "deleted")
+        ctx = kernel.invocation_context(lease, release_id="rel", owner=AGENT)
+
+        effect = await kernel.bus.request("fs_write", {"path": "a.txt", "content": "a"}, ctx,
+                                          logical_key="w")
+        looked = await kernel.bus.request("pure", {"text": "look"}, ctx, logical_key="a")
+        wrote = await kernel.bus.request("pure", {"text": "write"}, ctx, logical_key="b")
+
+        assert effect.outcome == "failed" and effect.error is not None
+        assert (effect.error.code, effect.error.external_outcome) == (
+            "WORKSPACE_UNAVAILABLE", "not_started")
+        assert looked.outcome == "succeeded"
+        assert wrote.outcome == "failed" and wrote.error is not None
+        assert wrote.error.code == "WORKSPACE_UNAVAILABLE"
+        assert not scopes.path(scopes.get(str(lease.workspace_scope_id))).exists()
+    finally:
+        kernel.close()

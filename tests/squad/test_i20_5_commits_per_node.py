@@ -100,3 +100,21 @@ async def test_i20_5_a_node_with_a_side_effect_is_a_synced_intent_then_its_resul
     assert nodes == {(True, ("attempts", "operations")): 6,  # the intent, before the effect
                      (False, ("attempts", "operations")): 6,  # its result, once it happened
                      (False, ("workflow_nodes",)): 6}  # the node's record
+
+
+async def test_i20_5_a_run_of_pure_nodes_syncs_twice_its_start_and_its_end(
+        tmp_path: Path, runtime_factory: Callable[..., Runtime]) -> None:
+    """What a whole run commits, whatever its length: its row and scope in one synced commit,
+    one unsynced commit per node, its end with the scope's revocation synced, and the cleanup
+    record of what was deleted unsynced."""
+    n = 7
+    rt = runtime_factory([AgentSpec(name="main", model="test", window=8192)],
+                         store=f"sqlite:///{tmp_path / 's.db'}",
+                         programs=[WorkflowProgram(line("pure", n).build(), tools=[Pure()])])
+    await _count(rt, n)  # the workflow's first run also makes its file root
+
+    seen, _ = await _count(rt, n)
+
+    assert seen == Counter({(True, ("runs", "workspace_scopes")): 2,
+                            (False, ("attempts", "operations", "workflow_nodes")): n,
+                            (False, ("cleanup_jobs", "workspace_scopes")): 1})

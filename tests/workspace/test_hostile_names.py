@@ -184,7 +184,7 @@ async def test_i11_1_fs_tools_on_a_kernel_list_and_use_non_utf8_names_and_the_re
     lease = await kernel.start_run()
     assert lease.workspace_scope_id is not None
     scopes = kernel.environment.scopes
-    plant(scopes.path(scopes.get(lease.workspace_scope_id)), b"bad\xff.txt")  # as exec would
+    plant(scopes.ensure_folder(scopes.get(lease.workspace_scope_id)), b"bad\xff.txt")  # as exec would
     ctx = kernel.invocation_context(lease, release_id="rel")
     calls = [("fs_list", {}), ("fs_glob", {"pattern": "*"}), ("fs_grep", {"pattern": "needle"}),
              ("fs_read", {"path": r"bad\xff.txt"}),

@@ -51,7 +51,8 @@ def run_folder(runtime: Runtime, run_id: str) -> Path:
         raise Problem(404, "WORKSPACE_UNAVAILABLE", f"run {run_id!r} has no workspace yet "
                       "(a queued run gets one when a worker takes it)")
     scope = own[0]
-    folder = scopes.path(scope)
+    # a run's own folder is made when first used: a live run that wrote nothing has it empty
+    folder = scopes.ensure_folder(scope) if scope.state == "registered" else scopes.path(scope)
     if scope.state == "deleted" or not folder.is_dir():
         raise Problem(404, "WORKSPACE_UNAVAILABLE", f"the workspace of run {run_id!r} was "
                       "deleted when the run ended (workspace: {keep: true} keeps it)")

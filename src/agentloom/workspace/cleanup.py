@@ -93,6 +93,14 @@ class RunCleanup:
         """Whether ``retry_pending`` waits out each job's back-off by default (the worker
         sets it); off, every pending job is tried on each call."""
 
+    def revoke_ops(self, run_id: str) -> list[Put]:
+        """The rows that take the write right from the run's registered scopes, for the
+        commit that ends the run (``end_run`` then finds nothing left to revoke)."""
+        now = time.time()
+        return [Put("workspace_scopes", {"workspace_scope_id": s.workspace_scope_id,
+                                         "state": "revoked", "updated_at": now})
+                for s in self.scopes.scopes_for_run(run_id) if s.state == "registered"]
+
     async def end_run(self, run_id: str, lease_epoch: int, *, fence: Fence | None = None,
                       job_id: str | None = None) -> CleanupResult:
         """Revoke, announce, delete the run's non-persistent folders, record the result."""
@@ -147,7 +155,9 @@ class RunCleanup:
             "data": {"lease_epoch": lease_epoch, "deleted": deleted, "kept": kept,
                      "errors": errors, "root": str(root.absolute()),
                      "next_try": next_try}}))
-        await self.scopes.coordinator.commit(WriteSet(tuple(ops)))
+        # done: a record of what has happened, on the disk with the next synced commit (a
+        # power loss can take it and leave folders already deleted); a job left to do is synced
+        await self.scopes.coordinator.commit(WriteSet(tuple(ops), sync=bool(errors)))
         return CleanupResult(run_id, job_id, state, tuple(deleted), tuple(kept), tuple(errors),
                              attempts=attempts, next_try=next_try)
 

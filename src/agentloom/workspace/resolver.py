@@ -66,6 +66,16 @@ class WorkspaceResolver:
         return ScopedFiles(self.service, functools.partial(self._open, scope),
                            writable=scope.state == "registered")
 
+    def files_checked_on_use(self, context: AttemptContext) -> ScopedFiles:
+        """The call's files with the scope checked on the first file operation, not before:
+        for a tool with no side effect (``Tool.rerunnable``), which loses nothing when it is
+        refused half-way — and most such tools touch no file, so they never pay for it."""
+        async def opener() -> WorkspaceHandle:
+            return await self._open(self.scope_for(context))
+
+        return ScopedFiles(self.service, opener,
+                           writable=lambda: self.scope_for(context).state == "registered")
+
 
 class ScopedFiles:
     """The workspace file service bound to one call's scope (``ctx.files``); the scope's
@@ -73,7 +83,7 @@ class ScopedFiles:
 
     def __init__(self, service: WorkspaceService,
                  handle: WorkspaceHandle | Callable[[], Awaitable[WorkspaceHandle]], *,
-                 writable: bool | None = None) -> None:
+                 writable: bool | Callable[[], bool] | None = None) -> None:
         self._service = service
         self._opened = handle if isinstance(handle, WorkspaceHandle) else None
         self._opener = None if isinstance(handle, WorkspaceHandle) else handle
@@ -83,7 +93,7 @@ class ScopedFiles:
     def writable(self) -> bool:
         if self._opened is not None:
             return self._opened.writable
-        return bool(self._writable)
+        return bool(self._writable() if callable(self._writable) else self._writable)
 
     async def _h(self) -> WorkspaceHandle:
         if self._opened is None:

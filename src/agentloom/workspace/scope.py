@@ -203,6 +203,35 @@ class WorkspaceStore:
 
         ``bound_path`` (with ``partition_kind="bound"``, persistent) makes an existing folder
         the scope's: see ``bind``."""
+        scope, ops = await self.plan(
+            owner=owner, partition_kind=partition_kind, partition_id=partition_id,
+            run_id=run_id, persistent=persistent, invocation_id=invocation_id,
+            bound_path=bound_path)
+        if ops:
+            try:
+                await self.coordinator.commit(WriteSet(tuple(ops), fence))
+            except RevisionConflict:
+                pass  # registered concurrently under the same key: reuse it
+            found = self._find(owner, partition_kind, partition_id, run_id)
+            assert found is not None
+            scope = found
+        self.ensure_folder(scope)
+        return scope
+
+    async def plan(
+        self,
+        *,
+        owner: OwnerRef,
+        partition_kind: PartitionKind,
+        partition_id: str,
+        run_id: str,
+        persistent: bool,
+        invocation_id: str | None = None,
+        bound_path: Path | None = None,
+    ) -> tuple[WorkspaceScope, list[Insert | Put]]:
+        """The scope for this key and the rows that register it, for the caller to commit
+        (with the rows of its own that must go in the same commit: a new run's): no rows
+        when it is registered already. The folder is not made here (``ensure_folder``)."""
         _component(partition_id, "partition id")
         _component(run_id, "run id")
         if owner.kind == "workflow" and partition_kind != "workflow_session":
@@ -213,43 +242,37 @@ class WorkspaceStore:
         if owner.kind == "agent" and partition_kind == "workflow_session":
             raise ConfigError("an agent owner's workspace partition is agent_session or invocation")
         existing = self._find(owner, partition_kind, partition_id, run_id)
-        if existing is None:
-            file_root_id = await self.file_root(owner)
-            now = time.time()
-            scope = WorkspaceScope(
-                workspace_scope_id=new_id(), owner_ref=owner, file_root_id=file_root_id,
-                partition_kind=partition_kind, partition_id=partition_id, run_id=run_id,
-                persistent=persistent, invocation_id=invocation_id,
-                bound_path=str(bound_path) if bound_path is not None else None,
-            )
-            data: dict[str, Any] = {"path": str(scope.relative_path)}
-            if bound_path is not None:
-                data = {"path": str(bound_path), "bound": str(bound_path)}
-            ops: list[Insert | Put] = [Insert("workspace_scopes", {
-                "workspace_scope_id": scope.workspace_scope_id, "owner_kind": owner.kind,
-                "owner_id": owner.id, "space_id": owner.space_id, "file_root_id": file_root_id,
-                "partition_kind": partition_kind, "partition_id": partition_id,
-                "run_id": run_id, "invocation_id": invocation_id, "persistent": int(persistent),
-                "state": "registered", "created_at": now, "updated_at": now,
-                "data": data,
-            })]
-            if persistent:
-                # the same folder, a new run: every older run of it loses its write right
-                for row in self.store.query("workspace_scopes", {
-                        "owner_kind": owner.kind, "owner_id": owner.id,
-                        "partition_kind": partition_kind, "partition_id": partition_id,
-                        "state": "registered"}):
-                    ops.append(Put("workspace_scopes", {
-                        "workspace_scope_id": row["workspace_scope_id"], "state": "revoked",
-                        "updated_at": now}))
-            try:
-                await self.coordinator.commit(WriteSet(tuple(ops), fence))
-            except RevisionConflict:
-                pass  # registered concurrently under the same key: reuse it
-            existing = self._find(owner, partition_kind, partition_id, run_id)
-            assert existing is not None
-        self.ensure_folder(existing)
-        return existing
+        if existing is not None:
+            return existing, []
+        file_root_id = await self.file_root(owner)
+        now = time.time()
+        scope = WorkspaceScope(
+            workspace_scope_id=new_id(), owner_ref=owner, file_root_id=file_root_id,
+            partition_kind=partition_kind, partition_id=partition_id, run_id=run_id,
+            persistent=persistent, invocation_id=invocation_id,
+            bound_path=str(bound_path) if bound_path is not None else None,
+        )
+        data: dict[str, Any] = {"path": str(scope.relative_path)}
+        if bound_path is not None:
+            data = {"path": str(bound_path), "bound": str(bound_path)}
+        ops: list[Insert | Put] = [Insert("workspace_scopes", {
+            "workspace_scope_id": scope.workspace_scope_id, "owner_kind": owner.kind,
+            "owner_id": owner.id, "space_id": owner.space_id, "file_root_id": file_root_id,
+            "partition_kind": partition_kind, "partition_id": partition_id,
+            "run_id": run_id, "invocation_id": invocation_id, "persistent": int(persistent),
+            "state": "registered", "created_at": now, "updated_at": now,
+            "data": data,
+        })]
+        if persistent:
+            # the same folder, a new run: every older run of it loses its write right
+            for row in self.store.query("workspace_scopes", {
+                    "owner_kind": owner.kind, "owner_id": owner.id,
+                    "partition_kind": partition_kind, "partition_id": partition_id,
+                    "state": "registered"}):
+                ops.append(Put("workspace_scopes", {
+                    "workspace_scope_id": row["workspace_scope_id"], "state": "revoked",
+                    "updated_at": now}))
+        return scope, ops
 
     async def bind(self, *, owner: OwnerRef, run_id: str, folder: Path,
                    busy: Callable[[str], bool], fence: Fence | None = None) -> WorkspaceScope:

@@ -82,6 +82,8 @@ class HookWorkspaces(Protocol):
 
     def path(self, scope: WorkspaceScope) -> Path: ...
 
+    def ensure_folder(self, scope: WorkspaceScope) -> Path: ...
+
 
 class HookEnvironment(Protocol):
     """What the command runner needs of the kernel's ``RunEnvironment``: the configured
@@ -187,6 +189,8 @@ class CommandHookRunner:
             return None
         scopes = self._environment.scopes
         for scope in reversed(scopes.scopes_for_run(run_id)):
+            if scope.state == "registered":  # a run's own folder is made when first used
+                return scopes.ensure_folder(scope)
             if scope.state != "deleted" and (folder := scopes.path(scope)).is_dir():
                 return folder
         return None
