@@ -73,7 +73,7 @@ from agentloom.squad.results import NodeOutcome, materialise
 from agentloom.squad.spec import AgentNode, CapabilityNode, WaitNode, WorkflowSpec
 from agentloom.squad.templates import render, render_args
 from agentloom.squad.validate import start_nodes
-from agentloom.store.ports import Put
+from agentloom.store.ports import Insert, Put
 
 if TYPE_CHECKING:
     from agentloom.agent.runtime import Runtime
@@ -316,7 +316,8 @@ class _Drive:
                "created_at": first["created_at"] if first else now, "updated_at": now,
                "data": {**outcome.to_data(), "call_id": call_id,
                         **({"feedback": act.feedback} if act.feedback else {})}}
-        ops: list[Any] = [Put("workflow_nodes", row)]
+        # its first record is new (this holder read every record of the run when it began)
+        ops: list[Any] = [Put("workflow_nodes", row) if first else Insert("workflow_nodes", row)]
         if outcome.succeeded and outcome.patches:
             ops.extend(collab.blackboard_ops(self.store, self.run_.run_id, outcome.patches))
         # A record of what has happened (its call's envelope is committed, or rides in this

@@ -7,6 +7,7 @@ SQL text is generated from ``schema.TABLES`` so both backends write the same row
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import threading
 import time
@@ -52,6 +53,7 @@ class SqlStore:
         self._read_lock = threading.Lock()
         # Keyed by the columns *in order*: the values are bound in the row's order.
         self._sql_cache: dict[tuple[str, str, tuple[str, ...]], str] = {}
+        self._query_cache: dict[tuple[Any, ...], str] = {}
         self._update_cache: dict[
             tuple[str, str, tuple[str, ...]], tuple[str, tuple[int | None, ...], bool]
         ] = {}
@@ -432,13 +434,11 @@ class SqlStore:
                 cur.close()
 
     def _decode(self, t: Table, row: Sequence[Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for column, value in zip(t.columns, row, strict=True):
-            if column in t.json_columns and value is not None:
-                value = json.loads(value)
-            elif column in t.blob_columns and value is not None:
-                value = bytes(value)
-            out[column] = value
+        out = dict(zip(t.columns, row, strict=True))
+        for column, is_json in _decoded(t):
+            value = out[column]
+            if value is not None:
+                out[column] = json.loads(value) if is_json else bytes(value)
         return out
 
     def get(self, table_name: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -459,26 +459,33 @@ class SqlStore:
     ) -> list[dict[str, Any]]:
         t = table(table_name)
         where = where or {}
+        # a query's text depends on its shape only (the columns it filters on, which of
+        # them are NULL, its order and limit): made once per shape
+        shape = (table_name, tuple((c, v is None) for c, v in where.items()), tuple(order_by),
+                 descending, limit)
+        sql = self._query_cache.get(shape)
+        if sql is None:
+            sql = self._query_cache[shape] = self._query_sql(t, where, order_by, descending,
+                                                             limit)
+        params = [v for v in where.values() if v is not None]
+        return [self._decode(t, row) for row in self._read(sql, params)]
+
+    def _query_sql(self, t: Table, where: Mapping[str, Any], order_by: Sequence[str],
+                   descending: bool, limit: int | None) -> str:
         for column in [*where, *order_by]:
             if column not in t.columns:
                 raise ValueError(f"table {t.name!r} has no column {column!r}")
         sql = f"SELECT {', '.join(t.columns)} FROM {t.name}"
-        params: list[Any] = []
         if where:
-            clauses = []
-            for column, value in where.items():
-                if value is None:
-                    clauses.append(f"{column} IS NULL")
-                else:
-                    clauses.append(f"{column} = {self.placeholder}")
-                    params.append(value)
+            clauses = [f"{column} IS NULL" if value is None else f"{column} = {self.placeholder}"
+                       for column, value in where.items()]
             sql += " WHERE " + " AND ".join(clauses)
         if order_by:
             direction = " DESC" if descending else ""
             sql += " ORDER BY " + ", ".join(f"{c}{direction}" for c in order_by)
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [self._decode(t, row) for row in self._read(sql, params)]
+        return sql
 
     def _safe_url(self) -> str:
         from agentloom.errors import redact_secrets
@@ -492,6 +499,13 @@ class SqlStore:
 
 
 ConnectFactory = Callable[[], Any]
+
+
+@functools.cache
+def _decoded(t: Table) -> tuple[tuple[str, bool], ...]:
+    """The columns of ``t`` a read decodes: (column, JSON or else bytes)."""
+    return tuple((c, c in t.json_columns) for c in t.columns
+                 if c in t.json_columns or c in t.blob_columns)
 
 
 def coalesced(ops: Sequence[WriteOp]) -> Sequence[WriteOp]:

@@ -42,6 +42,7 @@ class SqliteStore(SqlStore):
     def __init__(self, path: str | Path, *, url: str | None = None,
                  read_only: bool = False) -> None:
         self.path = Path(path)
+        self._synced = True  # the writer connection's ``synchronous`` mode: FULL when true
         if not read_only:
             _prepare_file(self.path)
         elif not self.path.is_file():
@@ -61,12 +62,12 @@ class SqliteStore(SqlStore):
         return _AutocommitConnection(conn)
 
     def _begin(self, cur: Any, *, sync: bool = True) -> None:
-        if not sync:  # in WAL mode: the commit is written to the WAL, not fsynced
-            cur.execute("PRAGMA synchronous=NORMAL")
+        # NORMAL, in WAL mode: the commit is written to the WAL, not fsynced. The writer keeps
+        # the mode of its last transaction and is switched only when the next one differs.
+        if sync != self._synced:
+            cur.execute("PRAGMA synchronous=FULL" if sync else "PRAGMA synchronous=NORMAL")
+            self._synced = sync
         cur.execute("BEGIN IMMEDIATE")
-
-    def _after_write(self, cur: Any, *, sync: bool) -> None:
-        cur.execute("PRAGMA synchronous=FULL")  # the connection's resting state
 
     def _ddl(self, sqlite_sql: str, postgres_sql: str) -> str:
         return sqlite_sql
