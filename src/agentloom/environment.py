@@ -133,27 +133,28 @@ class RunEnvironment:
 
     async def plan_workspace(
         self, *, owner: OwnerRef, run_id: str, session_id: str | None, invocation_id: str,
-        keep: bool = False,
+        keep: bool = False, new_run: bool = False,
     ) -> tuple[WorkspaceScope, list[Insert | Put]]:
         """The scope ``open_workspace`` registers (without ``workdir``) and its rows, for
         the caller to commit — a new run commits them with its own row, in one commit — then
         ``scopes.ensure_folder`` when it needs the folder (the same partitions)."""
         if session_id is not None:
             return await self.scopes.plan(
-                owner=owner, run_id=run_id, persistent=True,
+                new_run=new_run, owner=owner, run_id=run_id, persistent=True,
                 partition_kind="workflow_session" if owner.kind == "workflow"
                 else "agent_session", partition_id=session_id)
         if owner.kind == "workflow":  # a workflow run's own WorkflowSession folder (000 §7.1)
             return await self.scopes.plan(
-                owner=owner, run_id=run_id, persistent=keep,
+                new_run=new_run, owner=owner, run_id=run_id, persistent=keep,
                 partition_kind="workflow_session", partition_id=run_id)
         return await self.scopes.plan(
-            owner=owner, run_id=run_id, persistent=keep,
+            new_run=new_run, owner=owner, run_id=run_id, persistent=keep,
             partition_kind="invocation", partition_id=invocation_id,
             invocation_id=invocation_id)
 
-    async def end_run(self, run_id: str, lease_epoch: int) -> CleanupResult:
-        return await self.cleanup.end_run(run_id, lease_epoch)
+    async def end_run(self, run_id: str, lease_epoch: int, *,
+                      scopes: list[WorkspaceScope] | None = None) -> CleanupResult:
+        return await self.cleanup.end_run(run_id, lease_epoch, scopes=scopes)
 
     def reclaim_spools(self) -> int:
         """Delete the output spools of runtimes that died (``kill -9``) under this root;

@@ -52,6 +52,7 @@ from agentloom.tools.manager import ToolManager
 from agentloom.tools.sdk import Tool, ToolHandler
 from agentloom.workspace.cleanup import CleanupResult
 from agentloom.workspace.resolver import WorkspaceResolver
+from agentloom.workspace.scope import WorkspaceScope
 
 if TYPE_CHECKING:
     from agentloom.a2a import A2aAgent
@@ -299,7 +300,7 @@ class Kernel:
         if workspace and workdir is None:  # its scope is registered in the same commit
             scope, scope_ops = await self.environment.plan_workspace(
                 owner=owner, run_id=run_id, session_id=session_id, invocation_id=run_id,
-                keep=keep_workspace)
+                keep=keep_workspace, new_run=True)
             ops.extend(scope_ops)
         await self.coordinator.commit(WriteSet(tuple(ops)), inline=self._alone())
         if scope is not None:
@@ -388,10 +389,12 @@ class Kernel:
         *,
         data: Mapping[str, Any] | None = None,
         with_ops: Sequence[Op] = (),
+        scopes: list[WorkspaceScope] | None = None,
     ) -> CleanupResult:
         """Finish a run: record its terminal ``status`` — with ``data`` (the run's facts:
         output, error, steps, …) when given, and ``with_ops`` in the same commit (a session
         turn) — fenced by ``lease``; then revoke and clean its workspace (000 §7.4).
+        ``scopes``: the run's workspace scopes as the caller just read them (else read here).
 
         Raises:
             FencedOut: another holder took the run over; nothing was recorded or cleaned.
@@ -400,14 +403,16 @@ class Kernel:
         """
         facts = {} if data is None else {"data": dict(data)}
         # its scopes lose their write right in the same commit (000 §7.4's first step)
-        revoked = self.environment.cleanup.revoke_ops(lease.run_id)
+        if scopes is None:
+            scopes = self.environment.scopes.scopes_for_run(lease.run_id)
+        revoked, scopes = self.environment.cleanup.revoke_ops(scopes)
         try:
             await self._commit_run(lease, {"run_id": lease.run_id, "status": status,
                                            "updated_at": time.time(), **facts}, *with_ops,
                                    *revoked)
         finally:  # its MCP servers stop before its folders are cleaned (or when it was taken over)
             await self._close_mcp(lease.run_id)
-        return await self.environment.end_run(lease.run_id, lease.lease_epoch)
+        return await self.environment.end_run(lease.run_id, lease.lease_epoch, scopes=scopes)
 
     async def release_run(self, lease: RunLease, *, data: Mapping[str, Any] | None = None) -> None:
         """Let the run's lease go without ending the run: it stays ``running``, its lease expires

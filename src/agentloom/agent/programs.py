@@ -78,6 +78,8 @@ class ProgramRun:
     step_boundary: Callable[[], None]
     """Called between steps: raises the runtime's release signal when this process must
     give the run back to the queue (a stopping worker)."""
+    listening: Callable[[], bool] = lambda: True
+    """Whether anyone follows the run's live events now (else ``emit`` may be skipped)."""
 
     @property
     def deadline(self) -> float:

@@ -87,7 +87,7 @@ from agentloom.store.owners import check_owner
 from agentloom.store.ports import Fence
 from agentloom.store.records import OperationRecord, RunRecord, get_run, operations, runs
 from agentloom.telemetry import tracing
-from agentloom.workspace.scope import WorkspaceScopeError
+from agentloom.workspace.scope import WorkspaceScope, WorkspaceScopeError
 
 __all__ = ["RunError", "RunHandle", "RunResult", "Runtime", "SessionBusy"]
 
@@ -408,7 +408,8 @@ class Runtime:
         if session is not None and agent in self.programs:
             raise RunError(f"{agent} runs without a session (a workflow has no AgentSession); "
                            "leave out the session", code="SESSION_NOT_ALLOWED")
-        check_owner(self.store, owner)  # before its session is taken (OWNER_DELETED)
+        if session is not None:  # before its session is taken (start_run checks it otherwise)
+            check_owner(self.store, owner)  # OWNER_DELETED
         run_id = run_id or new_id()
         folder = workdir if workdir is not None else self.workdir
         while True:
@@ -757,7 +758,8 @@ class Runtime:
         data = {**live.data, **(facts or {})}
         await self.kernel.park_run(live.lease, status, data=data)
         return RunResult(live.lease.run_id, status, None, None,
-                         workspace=self._kept_folder(live.lease.run_id))
+                         workspace=self._kept_folder(
+                             self.kernel.environment.scopes.scopes_for_run(live.lease.run_id)))
 
     async def stop(self, run_id: str, reason: str = "stopped by user") -> None:
         """Stop a run: at once when this process drives it, else within one poll interval of
@@ -969,7 +971,8 @@ class Runtime:
         outcome = await program.drive(ProgramRun(
             run_id=run_id, lease_epoch=live.lease.lease_epoch, task=live.data["task"],
             data=live.data, cancel=live.cancel, emit=live.emit, kernel=self.kernel,
-            context=context, invoke=invoke, step_boundary=step_boundary))
+            context=context, invoke=invoke, step_boundary=step_boundary,
+            listening=lambda: bool(live.subscribers)))
         watcher.cancel()
         result = await self._finish(live.lease, live.data, outcome)
         live.emit(RunEvent("run.finished", run_id, time.time(), result.to_dict()))
@@ -979,25 +982,27 @@ class Runtime:
                       outcome: LoopOutcome) -> RunResult:
         """Commit the terminal state (and the session turn), then clean the workspace; only
         then is the answer delivered."""
+        scopes = self.kernel.environment.scopes.scopes_for_run(lease.run_id)
         data = {**data, "output": outcome.answer, "steps": outcome.steps,
                 "error": outcome.error.to_dict() if outcome.error else None,
-                "workspace": self._kept_folder(lease.run_id)}
+                "workspace": self._kept_folder(scopes)}
         slot = data.get("session_slot")
         if data.get("session_id") and slot is not None:  # its end frees the session
-            await self.kernel.end_run(lease, outcome.status, data=data, with_ops=(close_op(
+            await self.kernel.end_run(lease, outcome.status, data=data, scopes=scopes,
+                                      with_ops=(close_op(
                 data["session_id"], slot, run_id=lease.run_id,
                 task=effective_task(outcome, data["task"]),
                 status=outcome.status,
                 output=outcome.output if outcome.status == "succeeded" else None),))
         else:
-            await self._finish_unslotted(lease, data, outcome)
+            await self._finish_unslotted(lease, data, outcome, scopes)
         return RunResult(lease.run_id, outcome.status, outcome.answer, outcome.error,
                          outcome.steps,
                          self.kernel.environment.revocation_confirmed(lease.run_id),
                          data["workspace"])
 
     async def _finish_unslotted(self, lease: RunLease, data: dict[str, Any],
-                                outcome: LoopOutcome) -> None:
+                                outcome: LoopOutcome, scopes: list[WorkspaceScope]) -> None:
         """The end of a run without a session slot (none, or started before slots): a
         succeeded session run appends its turn after the last one."""
         session = data.get("session_id") if outcome.status == "succeeded" else None
@@ -1011,7 +1016,8 @@ class Runtime:
                                 task=effective_task(outcome, data["task"]),
                                 output=outcome.output),)
             try:  # a conflict is raised before anything is recorded or cleaned
-                await self.kernel.end_run(lease, outcome.status, data=data, with_ops=turn)
+                await self.kernel.end_run(lease, outcome.status, data=data, with_ops=turn,
+                                          scopes=scopes)
                 return
             except RevisionConflict:
                 if not session:
@@ -1019,11 +1025,10 @@ class Runtime:
         raise RunError(f"run {lease.run_id}: could not record its session turn",
                        code="SESSION_TURN_CONFLICT")
 
-    def _kept_folder(self, run_id: str) -> str | None:
-        """The folder of the run that its end keeps (persistent), if any."""
-        scopes = self.kernel.environment.scopes
-        kept = [s for s in scopes.scopes_for_run(run_id) if s.persistent and s.state != "deleted"]
-        return str(scopes.path(kept[0]).absolute()) if kept else None
+    def _kept_folder(self, scopes: list[WorkspaceScope]) -> str | None:
+        """The folder of the run that its end keeps (of its ``scopes``: a persistent one)."""
+        kept = [s for s in scopes if s.persistent and s.state != "deleted"]
+        return str(self.kernel.environment.scopes.path(kept[0]).absolute()) if kept else None
 
     async def _failed(self, live: _Live, exc: Exception) -> RunResult:
         """The runtime failed while driving the run (not the model, a tool or a hook: those

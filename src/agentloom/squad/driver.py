@@ -327,6 +327,8 @@ class _Drive:
         self.rows[(act.node, act.attempt)] = row
 
     def _emit(self, kind: str, payload: Mapping[str, Any]) -> None:
+        if not self.run_.listening():  # live events only: nothing to make when nobody follows
+            return
         self.run_.emit(RunEvent(kind, self.run_.run_id, time.time(),
                                 {"workflow": self.spec.name, **payload}))
 

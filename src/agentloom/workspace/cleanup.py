@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -93,22 +93,29 @@ class RunCleanup:
         """Whether ``retry_pending`` waits out each job's back-off by default (the worker
         sets it); off, every pending job is tried on each call."""
 
-    def revoke_ops(self, run_id: str) -> list[Put]:
-        """The rows that take the write right from the run's registered scopes, for the
-        commit that ends the run (``end_run`` then finds nothing left to revoke)."""
+    def revoke_ops(self, scopes: list[WorkspaceScope]) -> tuple[list[Put], list[WorkspaceScope]]:
+        """The rows that take the write right from a run's registered ``scopes``, for the
+        commit that ends the run, and the scopes as they are once it is committed (what
+        ``end_run`` is given: it then finds nothing left to revoke)."""
         now = time.time()
-        return [Put("workspace_scopes", {"workspace_scope_id": s.workspace_scope_id,
-                                         "state": "revoked", "updated_at": now})
-                for s in self.scopes.scopes_for_run(run_id) if s.state == "registered"]
+        ops = [Put("workspace_scopes", {"workspace_scope_id": s.workspace_scope_id,
+                                        "state": "revoked", "updated_at": now})
+               for s in scopes if s.state == "registered"]
+        return ops, [replace(s, state="revoked") if s.state == "registered" else s
+                     for s in scopes]
 
     async def end_run(self, run_id: str, lease_epoch: int, *, fence: Fence | None = None,
-                      job_id: str | None = None) -> CleanupResult:
-        """Revoke, announce, delete the run's non-persistent folders, record the result."""
+                      job_id: str | None = None,
+                      scopes: list[WorkspaceScope] | None = None) -> CleanupResult:
+        """Revoke, announce, delete the run's non-persistent folders, record the result.
+        ``scopes``: the run's scopes as the caller just read them (else they are read)."""
+        previous = self.scopes.store.get("cleanup_jobs", {"job_id": job_id}) if job_id else None
         job_id = job_id or new_id()
-        previous = self.scopes.store.get("cleanup_jobs", {"job_id": job_id})
         recorded = (previous["data"] or {}).get("root") if previous else None
         root = Path(recorded) if recorded else self.scopes.root
-        run_scopes = [s for s in self.scopes.scopes_for_run(run_id) if s.state != "deleted"]
+        if scopes is None:
+            scopes = self.scopes.scopes_for_run(run_id)
+        run_scopes = [s for s in scopes if s.state != "deleted"]
         errors: list[str] = []
         try:
             await self.scopes.set_state([s for s in run_scopes if s.state == "registered"],

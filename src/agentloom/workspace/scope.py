@@ -228,10 +228,12 @@ class WorkspaceStore:
         persistent: bool,
         invocation_id: str | None = None,
         bound_path: Path | None = None,
+        new_run: bool = False,
     ) -> tuple[WorkspaceScope, list[Insert | Put]]:
         """The scope for this key and the rows that register it, for the caller to commit
         (with the rows of its own that must go in the same commit: a new run's): no rows
-        when it is registered already. The folder is not made here (``ensure_folder``)."""
+        when it is registered already (``new_run``: the run is being created in that commit,
+        so it has none). The folder is not made here (``ensure_folder``)."""
         _component(partition_id, "partition id")
         _component(run_id, "run id")
         if owner.kind == "workflow" and partition_kind != "workflow_session":
@@ -241,7 +243,7 @@ class WorkspaceStore:
             raise ConfigError("a bound scope needs its folder and is persistent")
         if owner.kind == "agent" and partition_kind == "workflow_session":
             raise ConfigError("an agent owner's workspace partition is agent_session or invocation")
-        existing = self._find(owner, partition_kind, partition_id, run_id)
+        existing = None if new_run else self._find(owner, partition_kind, partition_id, run_id)
         if existing is not None:
             return existing, []
         file_root_id = await self.file_root(owner)
