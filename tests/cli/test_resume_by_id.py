@@ -34,7 +34,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAIServer]:
 def _sleeper(tmp_path: Path, server: ScriptedOpenAIServer) -> Path:
     """A config whose model (on the real wire) runs a long exec, then answers."""
     server.script(chat_turn("", tool_calls=[
-        ("s1", "exec", json.dumps({"argv": ["sleep", "30"], "timeout_s": 120}))]),
+        ("s1", "exec", json.dumps({"argv": ["sleep", "15"], "timeout_s": 120}))]),
         chat_turn("the command came back"))
     return openai_project(tmp_path / "p", server.base_url, tools=["exec"])
 
