@@ -12,6 +12,7 @@ when a node is rendered (``squad.driver``). ``squad.templates`` is the public fa
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -34,8 +35,10 @@ class TemplateError(ConfigError):
     default_code = "TEMPLATE_INVALID"
 
 
-def _expressions(text: str) -> list[tuple[str, str | None]]:
-    """``(expression as written, node name or None for the task)`` for each expression.
+@functools.lru_cache(maxsize=1024)
+def _expressions(text: str) -> tuple[tuple[str, str | None], ...]:
+    """``(expression as written, node name or None for the task)`` for each expression (a
+    workflow's texts are few and read at every activation: parsed once each).
 
     Raises:
         TemplateError: an unknown expression or an unclosed ``{{``.
@@ -55,7 +58,7 @@ def _expressions(text: str) -> list[tuple[str, str | None]]:
     if "{{" in rest:
         raise TemplateError(f"a '{{{{' is never closed in {_short(text)}; close it with '}}}}' "
                             f"({_ALLOWED}) or remove it")
-    return found
+    return tuple(found)
 
 
 def _short(text: str) -> str:

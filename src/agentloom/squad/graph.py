@@ -64,6 +64,15 @@ class GraphState:
     last: NodeOutcome | None = None
     last_node: str | None = None
     _started: dict[str, int] = field(default_factory=dict)  # node -> activations handed out
+    _latest: dict[str, str] = field(default_factory=dict)  # node -> last succeeded output
+    _order: dict[str, int] = field(default_factory=dict)  # node -> its definition position
+    _edges_from: dict[str, list[int]] = field(default_factory=dict)  # node -> its edges
+
+    def __post_init__(self) -> None:
+        self._order = {name: i for i, name in enumerate(self.spec.nodes)}
+        for i, edge in enumerate(self.spec.edges):
+            for source in edge.sources:
+                self._edges_from.setdefault(source, []).append(i)
 
     def first_wave(self) -> list[Activation]:
         starts = self.starts if self.starts is not None else start_nodes(self.spec)
@@ -71,23 +80,19 @@ class GraphState:
 
     def latest_outputs(self) -> dict[str, str]:
         """Each node's output of its last succeeded activation (what templates read)."""
-        out: dict[str, str] = {}
-        for node, outcomes in self.outcomes.items():
-            for outcome in reversed(outcomes):
-                if outcome.succeeded:
-                    out[node] = outcome.output
-                    break
-        return out
+        return dict(self._latest)
 
     def apply(self, wave: list[tuple[Activation, NodeOutcome]]) -> list[Activation]:
         """Record a settled wave's outcomes (any order given: applied in definition order) and
         return the next wave. A ``waiting`` outcome is never applied (the driver resolves
         it first)."""
-        order = {name: i for i, name in enumerate(self.spec.nodes)}
+        order = self._order
         nxt: list[Activation] = []
         for act, outcome in sorted(wave, key=lambda p: order[p[0].node]):
             assert outcome.status != "waiting", "a waiting node is resolved before it is applied"
             self.outcomes.setdefault(act.node, []).append(outcome)
+            if outcome.succeeded:
+                self._latest[act.node] = outcome.output
             self.last, self.last_node = outcome, act.node
             nxt.extend(self._fire(act.node, outcome))
         # one activation per node per wave: two edges into one node in a wave run it once
@@ -102,9 +107,8 @@ class GraphState:
     def _fire(self, node: str, outcome: NodeOutcome) -> list[Activation]:
         out: list[Activation] = []
         routed = False
-        for i, edge in enumerate(self.spec.edges):
-            if node not in edge.sources:
-                continue
+        for i in self._edges_from.get(node, ()):
+            edge = self.spec.edges[i]
             if edge.on_error is not None:
                 if outcome.succeeded or not self._may_fire(i, edge):
                     continue
