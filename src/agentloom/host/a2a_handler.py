@@ -139,15 +139,17 @@ class RunRequestHandler(RequestHandler):
         return run_id
 
     def _agent(self, params: SendMessageRequest) -> str:
-        """The agent the request names (``metadata.skill``, a skill id of the card) — else
-        ``main``, or the first agent, as ``POST /v1/runs``."""
+        """The agent or workflow the request names (``metadata.skill``, a skill id of the
+        card: ``workflow:<name>`` for a workflow) — else ``main``, or the first agent, as
+        ``POST /v1/runs``."""
         agents = self.runtime.agents
         for metadata in (params.metadata, params.message.metadata):
             if "skill" in metadata:
                 skill = metadata["skill"]
-                if skill not in agents:
+                if skill not in agents and skill not in self.runtime.programs:
+                    skills = [*sorted(agents), *sorted(self.runtime.programs)]
                     raise InvalidParamsError(message=f"metadata.skill names no skill of this "
-                                             f"agent: {skill!r}; skills: {sorted(agents)}")
+                                             f"agent: {skill!r}; skills: {skills}")
                 return str(skill)
         return "main" if "main" in agents else next(iter(agents))
 

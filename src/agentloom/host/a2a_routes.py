@@ -75,16 +75,23 @@ def _version() -> str:
 
 
 def agent_card(runtime: Runtime, base_url: str) -> AgentCard:
-    """The card of ``runtime``'s agents served at ``base_url``: JSON-RPC first (preferred),
-    then HTTP+JSON; streaming; the bearer API key required."""
+    """The card of ``runtime``'s agents and workflows served at ``base_url``: a skill each
+    (a workflow's id is ``workflow:<name>``); JSON-RPC first (preferred), then HTTP+JSON;
+    streaming; the bearer API key required."""
     base = base_url.rstrip("/")
     skills = [AgentSkill(id=name, name=name, description=spec.description or f"agent {name}",
                          tags=["agentloom"], input_modes=MODES, output_modes=MODES)
               for name, spec in sorted(runtime.agents.items())]
+    skills += [AgentSkill(id=name, name=name,
+                          description=program.describe().get("description")
+                          or f"workflow {name.split(':', 1)[1]}",
+                          tags=["agentloom", "workflow"], input_modes=MODES,
+                          output_modes=MODES)
+               for name, program in sorted(runtime.programs.items())]
     return AgentCard(
         name="agentloom", version=_version(),
-        description="AgentLoom agents; a message runs the agent its metadata.skill names "
-                    "(default: main)",
+        description="AgentLoom agents and workflows; a message runs the skill its "
+                    "metadata.skill names (default: main)",
         supported_interfaces=[
             AgentInterface(url=base + JSONRPC_PATH, protocol_binding="JSONRPC",
                            protocol_version=PROTOCOL_VERSION_CURRENT),
