@@ -138,6 +138,36 @@ async def test_i19_1_a_stop_sends_cancel_task_and_reports_the_servers_receipt(
     assert len(lab.sent(tag)) == 1
 
 
+@pytest.mark.parametrize(("binding", "streaming"), [("jsonrpc", True), ("rest", False)])
+async def test_i19_1_the_run_deadline_sends_cancel_task_and_reports_the_servers_receipt(
+    binding: str, streaming: bool, tmp_path: Path, labs: Any,
+) -> None:
+    """A remote task still working when the run's deadline passes is cancelled, as on a stop:
+    the call ends with the server's receipt, never left running behind a timed-out run."""
+    lab = labs(binding, streaming)
+    tag = uuid.uuid4().hex[:8]
+    config = project(tmp_path / "p", send_turns(f"slow 60 {tag}"), agents=agents_entry(lab))
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("    tools: [a2a.lab]\n",
+                                   "    tools: [a2a.lab]\n    limits: {run_deadline_s: 4}\n"),
+                      encoding="utf-8")
+    runtime = runtime_from_config(load_config(config), store=f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        result = await asyncio.wait_for(runtime.run("ask the lab"), WAIT_S)
+        ops = [o for o in runtime.kernel.operations(result.run_id)
+               if o["capability_key"] == "a2a.lab.send"]
+        (envelope,) = [stored_envelope(o, runtime.store) for o in ops]
+    finally:
+        await runtime.aclose()
+
+    assert result.status == "timed_out", result
+    assert envelope is not None and envelope.outcome == "cancelled", envelope
+    assert envelope.error is not None and envelope.error.code == "A2A_TASK_CANCELED"
+    assert envelope.error.message.startswith("the run deadline passed: CancelTask was sent")
+    assert "answered TASK_STATE_CANCELED" in envelope.error.message
+    assert len(lab.sent(tag)) == 1
+
+
 # -- the catalog entry and the card check ------------------------------------------------------
 def test_i19_the_model_sees_one_tool_named_a2a__name__send_described_by_the_card(
     labs: Any,

@@ -14,7 +14,7 @@ one pipeline, and one Attempt, however long the remote task runs.
     crash, resume at attempt_started:
         task id committed ─► resume_once: GetTask polls of that task (never sent again)
         not committed     ─► unknown (the pipeline; SendMessage may have been received)
-    stop of the run (cancel token) while following a task
+    stop of the run (cancel token), or its deadline, while following a task
         ─► CancelTask ─► the state the server answered (its receipt), never "undone"
 
 Message ids are ``<operation id>-<attempt no>``: one per Attempt, so a server that deduplicates
@@ -27,6 +27,7 @@ clients (``clients``), recording, hooks, retries (the pipeline).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,7 +69,9 @@ POLL_MIN_S = 0.05
 """The first GetTask poll's wait; each next one waits twice as long, up to ``POLL_MAX_S``."""
 POLL_MAX_S = 2.0
 CANCEL_TIMEOUT_S = 10.0
-"""How long a stop waits for ``CancelTask``'s answer."""
+"""How long a stop (or the run deadline) waits for ``CancelTask``'s answer."""
+DEADLINE_SLACK_S = 0.05
+"""A cancellation this close to the run deadline is the deadline's (the pipeline's timeout)."""
 MAX_ERROR_TEXT = 500
 
 
@@ -92,8 +95,8 @@ class A2aSendHandler(ResumableHandler):
         try:
             return await call.send(request)
         except asyncio.CancelledError:
-            if not context.cancelled or call.task_id is None:
-                raise  # not a stop, or nothing to cancel: the pipeline reports it
+            if not _ended(context) or call.task_id is None:
+                raise  # not a stop or the deadline, or nothing to cancel: the pipeline says
             return await call.stopped()
 
     async def resume_once(self, request: CapabilityRequest, context: AttemptContext,
@@ -104,9 +107,16 @@ class A2aSendHandler(ResumableHandler):
         try:
             return await call.poll()
         except asyncio.CancelledError:
-            if not context.cancelled:
+            if not _ended(context):
                 raise
             return await call.stopped()
+
+
+def _ended(context: AttemptContext) -> bool:
+    """Whether the call was cut off because its run ended: a stop, or the run deadline (the
+    pipeline's timeout cancels the Attempt at it). A remote task is then cancelled; any other
+    cancellation (a worker giving the run back) leaves it running for the next holder."""
+    return context.cancelled or time.time() >= context.deadline - DEADLINE_SLACK_S
 
 
 class _Call:
@@ -168,11 +178,16 @@ class _Call:
             wait = min(POLL_MAX_S, max(POLL_MIN_S, wait * 2))
 
     async def stopped(self) -> ToolResult:
-        """The run was stopped while the task ran: CancelTask, and report its receipt."""
+        """The run was stopped, or its deadline passed, while the task ran: CancelTask, and
+        report its receipt."""
         assert self.task_id is not None
         current = asyncio.current_task()
         assert current is not None
-        current.uncancel()  # the stop is answered here: the Attempt ends with the receipt
+        if self.context.cancelled:  # the stop is answered here: the Attempt ends with the
+            current.uncancel()  # receipt (the deadline's timeout takes back its own)
+            why = f"the run was stopped ({self.context.cancel.reason})"
+        else:
+            why = "the run deadline passed"
         try:
             async with asyncio.timeout(CANCEL_TIMEOUT_S):
                 try:
@@ -181,13 +196,12 @@ class _Call:
                     task = await self.client.get_task(GetTaskRequest(id=self.task_id))
         except (A2AError, httpx.HTTPError, TimeoutError) as exc:
             return ToolResult.unknown(self._error(
-                A2A_CANCEL_UNANSWERED, f"the run was stopped; CancelTask for task "
+                A2A_CANCEL_UNANSWERED, f"{why}; CancelTask for task "
                 f"{self.task_id} got no answer, so its outcome is unknown", exc,
                 outcome="unknown"))
         self.task = task
         self._observe("cancel")
-        receipt = (f"the run was stopped ({self.context.cancel.reason}): CancelTask was sent "
-                   f"and remote agent {self.agent.name!r} answered "
+        receipt = (f"{why}: CancelTask was sent and remote agent {self.agent.name!r} answered "
                    f"{state_name(task.status.state)}")
         if task.status.state in FOLLOWED:  # accepted, not carried out yet
             return ToolResult.unknown(self._error(
