@@ -26,7 +26,7 @@ from agentloom.agent.configured import runtime_from_config
 from agentloom.config import load_config
 from agentloom.host import create_key
 from agentloom.host.app import create_app
-from agentloom.host.driver import InProcessDriver
+from agentloom.host.driver import InProcessDriver, WorkerProcess
 from agentloom.store import open_store
 
 from .support import make_key
@@ -196,10 +196,16 @@ def test_i18_4_a_killed_worker_process_is_replaced_and_later_runs_finish(
     url = f"sqlite:///{tmp_path / 'al.db'}"
     with _serve(config, url) as served:
         first = _ready_child(served, url)
+        ready = httpx2.get(served.base + "/ready", timeout=30).json()
+        assert ready["worker"] == {"driver": "process", "running": True, "pid": first,
+                                   "started": 1, "last_exit": None, "next_start_in_s": None}
         os.kill(first, signal.SIGKILL)
         second = _ready_child(served, url, after=1)
         assert second != first and not _alive(first)
         assert f"worker process {first} exited unexpectedly (killed by SIGKILL)" in served.text()
+        ready = httpx2.get(served.base + "/ready", timeout=30).json()
+        assert (ready["status"], ready["worker"]["pid"], ready["worker"]["started"],
+                ready["worker"]["last_exit"]) == ("ready", second, 2, "killed by SIGKILL")
         for n in range(2):
             run = _finish(served, f"after the kill {n}")
             assert run["status"] == "succeeded", run
@@ -285,3 +291,49 @@ def test_i18_4_create_app_with_execute_drives_runs_on_its_own_loop(tmp_path: Pat
     run = asyncio.run(exercise())
     assert run["status"] == "succeeded", run
     assert run["lease_owner"] == runtime.kernel.worker_id  # this very process drove it
+
+
+def test_i18_4_ready_is_503_while_the_worker_process_is_down_and_names_how_it_ended(
+        tmp_path: Path) -> None:
+    """Between a worker process's death and its successor the host cannot drive runs:
+    ``/ready`` answers 503 ``WORKER_UNAVAILABLE`` naming how the last one ended and when the
+    next starts, then ready again with the new process (a real child, the real app)."""
+    config = _project(tmp_path / "p", QUICK)
+    url = f"sqlite:///{tmp_path / 'al.db'}"
+    runtime = runtime_from_config(load_config(config), store=url)
+    driver = WorkerProcess(config, url)
+    app = create_app(runtime, driver=driver)
+
+    async def scenario() -> None:
+        await driver.start()  # the ASGI transport runs no lifespan: started here
+        app.state.worker = driver
+        transport = httpx2.ASGITransport(app=app)
+        try:
+            async with httpx2.AsyncClient(transport=transport, base_url="http://host") as client:
+                first = driver.pid
+                assert first is not None
+                assert (await client.get("/ready")).json()["worker"]["pid"] == first
+                os.kill(first, signal.SIGKILL)
+                deadline = time.monotonic() + DEADLINE_S
+                while driver.state()["running"]:  # until the supervisor saw it die
+                    assert time.monotonic() < deadline
+                    await asyncio.sleep(0.005)
+                down = await client.get("/ready")
+                assert down.status_code == 503, down.text
+                problem = down.json()
+                assert problem["code"] == "WORKER_UNAVAILABLE"
+                assert "the last one exited (killed by SIGKILL)" in problem["detail"]
+                assert "another starts in" in problem["detail"]
+                while not driver.state()["running"]:
+                    assert time.monotonic() < deadline
+                    await asyncio.sleep(0.02)
+                back = await client.get("/ready")
+                assert back.status_code == 200
+                assert back.json()["worker"]["pid"] not in (None, first)
+        finally:
+            await driver.stop()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        runtime.store.close()

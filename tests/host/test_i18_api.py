@@ -192,7 +192,8 @@ def test_i18_1_errors_are_problem_details_with_the_cli_codes(tmp_path: Path) -> 
             assert refused.headers["www-authenticate"] == "Bearer"
             assert refused.headers["content-type"] == "application/problem+json"
         assert httpx2.get(base + "/health").json() == {"status": "ok"}
-        assert httpx2.get(base + "/ready").json() == {"status": "ready"}
+        # --no-execute: this process drives no run, so readiness is the store's alone
+        assert httpx2.get(base + "/ready").json() == {"status": "ready", "worker": None}
 
         cases = [(b"{not json", "JSON"), (b"[1]", "object"), (b"{}", "'task'"),
                  (b'{"task": 3}', "'task'"), (b'{"task": "t", "wait": "yes"}', "'wait'"),

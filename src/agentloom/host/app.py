@@ -76,13 +76,24 @@ async def _health(request: Request) -> Response:
 
 
 async def _ready(request: Request) -> Response:
+    """Ready: the store answers and, when this process drives runs, its driver can (a worker
+    process between a death and its successor cannot: 503 ``WORKER_UNAVAILABLE``)."""
     runtime: Runtime = request.app.state.runtime
     try:
         runtime.store.query("runs", limit=1)
     except Exception as exc:
         log.warning("the store does not answer: %s", exc)
         return problem_response(Problem(503, "STORE_UNAVAILABLE", "the store does not answer"))
-    return JSONResponse({"status": "ready"})
+    driver: RunDriver | None = getattr(request.app.state, "worker", None)
+    state = driver.state() if driver is not None else None
+    if state is not None and not state["running"]:
+        detail = "the worker process is not running"
+        if state.get("last_exit"):
+            detail += f": the last one exited ({state['last_exit']})"
+        if state.get("next_start_in_s") is not None:
+            detail += f"; another starts in {state['next_start_in_s']} s"
+        return problem_response(Problem(503, "WORKER_UNAVAILABLE", detail))
+    return JSONResponse({"status": "ready", "worker": state})
 
 
 async def _openapi(request: Request) -> Response:

@@ -35,7 +35,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from agentloom.agent.runtime import Runtime
 from agentloom.agent.worker import Worker
@@ -56,6 +56,12 @@ class RunDriver(Protocol):
 
     async def start(self) -> None:
         """Begin driving runs (returns once started)."""
+        ...
+
+    def state(self) -> dict[str, Any]:
+        """What ``/ready`` says of it: ``driver`` (``process`` | ``in_process``), ``running``
+        (it can drive runs now), and for a process its ``pid``, how many were ``started`` and
+        the ``last_exit`` of one that died."""
         ...
 
     def wake(self) -> None:
@@ -84,6 +90,10 @@ class InProcessDriver:
     async def start(self) -> None:
         self._task = asyncio.create_task(self.worker.run())
 
+    def state(self) -> dict[str, Any]:
+        return {"driver": "in_process",
+                "running": self._task is not None and not self._task.done()}
+
     def wake(self) -> None:
         self.worker.wake()
 
@@ -106,6 +116,8 @@ class WorkerProcess:
                      "--store", store_url, "--concurrency", str(concurrency)]
         self.grace_s = grace_s
         self.started = 0  # children started so far (1 + restarts)
+        self.last_exit: str | None = None  # how the last child that died unexpectedly ended
+        self.next_start_at: float | None = None  # when a dead child's successor starts
         self._proc: asyncio.subprocess.Process | None = None
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -120,6 +132,13 @@ class WorkerProcess:
     async def start(self) -> None:
         await self._spawn()
         self._task = asyncio.create_task(self._supervise())
+
+    def state(self) -> dict[str, Any]:
+        pid = self.pid
+        return {"driver": "process", "running": pid is not None, "pid": pid,
+                "started": self.started, "last_exit": self.last_exit,
+                "next_start_in_s": None if pid is not None or self.next_start_at is None
+                else round(max(0.0, self.next_start_at - time.monotonic()), 1)}
 
     def wake(self) -> None:
         """SIGUSR1 to the child (at most one per ``WAKE_EVERY_S``; a later one is sent at the
@@ -184,9 +203,10 @@ class WorkerProcess:
                 return
             if time.monotonic() - began >= STEADY_S:
                 backoff = BACKOFF_S[0]
+            self.last_exit = _exit_text(proc.returncode if proc else None)
+            self.next_start_at = time.monotonic() + backoff
             log.warning("worker process %s exited unexpectedly (%s); starting another in "
-                        "%.1f s", proc.pid if proc else "?",
-                        _exit_text(proc.returncode if proc else None), backoff)
+                        "%.1f s", proc.pid if proc else "?", self.last_exit, backoff)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), backoff)
             if self._stopping.is_set():

@@ -187,7 +187,16 @@ SCHEMAS: dict[str, Any] = {
             "confirmation": {"type": "string"}},
     },
     "Health": {"type": "object", "required": ["status"],
-               "properties": {"status": {"enum": ["ok", "ready"]}}},
+               "properties": {"status": {"enum": ["ok", "ready"]},
+                              "worker": {"type": ["object", "null"],
+                                         "required": ["driver", "running"],
+                                         "properties": {
+                                             "driver": {"enum": ["process", "in_process"]},
+                                             "running": {"type": "boolean"},
+                                             "pid": {"type": ["integer", "null"]},
+                                             "started": {"type": "integer"},
+                                             "last_exit": _NULL_STR,
+                                             "next_start_in_s": {"type": ["number", "null"]}}}}},
 }
 
 
@@ -315,10 +324,14 @@ def _paths(agents: list[str] | None, workflows: list[str] | None) -> dict[str, A
             extra={"404": _problem("no such receipt — or another owner's (the same answer)")})},
         "/health": {"get": {"operationId": "health", "summary": "The process is up",
                             "security": [], "responses": {"200": _json("Health", "up")}}},
-        "/ready": {"get": {"operationId": "ready", "summary": "The store answers",
+        "/ready": {"get": {"operationId": "ready",
+                           "summary": "The store answers and the runs' driver can drive them",
                            "security": [], "responses": {
-                               "200": _json("Health", "ready"),
-                               "503": _problem("the store does not answer")}}},
+                               "200": _json("Health", "ready (and the driver's state, if "
+                                                      "this process drives runs)"),
+                               "503": _problem("the store does not answer "
+                                               "(STORE_UNAVAILABLE), or the worker process "
+                                               "is down (WORKER_UNAVAILABLE)")}}},
     }
 
 
