@@ -207,11 +207,12 @@ class ToolHandler:
         if self._files is not None and context.workspace_scope_id is not None:
             if self.rerunnable:  # no side effect: its scope is checked when it first uses it
                 files = self._files.files_checked_on_use(context)
-            try:
-                files = files or await self._files.files_for(context)
-            except AgentLoomError as exc:  # no usable workspace: the tool never ran
-                return ToolResult(status="failed", error=replace(exc.error,
-                                                                 external_outcome="not_started"))
+            else:
+                try:
+                    files = await self._files.files_for(context)
+                except AgentLoomError as exc:  # no usable workspace: the tool never ran
+                    return ToolResult(status="failed", error=replace(
+                        exc.error, external_outcome="not_started"))
         ctx = ToolContext.from_attempt(context, files)
         try:
             output = await tool.execute(args, ctx)
