@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from agentloom.ids import new_id
 from agentloom.refs import OwnerRef
-from agentloom.store.ports import Fence, Put, WriteSet
+from agentloom.store.ports import Fence, Insert, Put, WriteSet
 from agentloom.workspace._rmtree import remove_tree
 from agentloom.workspace.scope import WorkspaceScope, WorkspaceStore
 
@@ -152,11 +152,11 @@ class RunCleanup:
                     errors.append(f"deleting scope {scope.workspace_scope_id}: {_reason(exc)}")
         state = "pending" if errors else "done"
         now = time.time()
-        ops: list[Put] = [Put("workspace_scopes", {"workspace_scope_id": sid, "state": "deleted",
+        ops: list[Insert | Put] = [Put("workspace_scopes", {"workspace_scope_id": sid, "state": "deleted",
                                                    "updated_at": now}) for sid in deleted]
         attempts = int(previous["attempts"]) + 1 if previous else 1
         next_try = now + backoff_s(attempts) if errors else None
-        ops.append(Put("cleanup_jobs", {
+        ops.append((Put if previous else Insert)("cleanup_jobs", {
             "job_id": job_id, "run_id": run_id, "state": state, "attempts": attempts,
             "created_at": previous["created_at"] if previous else now, "updated_at": now,
             "data": {"lease_epoch": lease_epoch, "deleted": deleted, "kept": kept,
