@@ -356,13 +356,13 @@ edges:
     assert "workflows.w.edges[1].on_error: must be 'route' or 'retry_with_feedback' (got 'skip')" in lines
 
 
-def test_i20_history_and_wait_accept_one_value_each(tmp_path: Path) -> None:
+def test_i20_history_and_wait_refuse_any_other_value(tmp_path: Path) -> None:
     lines = error_lines(tmp_path, """\
 nodes:
   a: {agent: planner, history: full}
   b: {wait: vote}
 """)
-    assert "workflows.w.nodes.a.history: must be 'none' (got 'full')" in lines
+    assert "workflows.w.nodes.a.history: must be 'none' or {session: NAME} (got 'full')" in lines
     assert "workflows.w.nodes.b.wait: must be 'approval' (got 'vote')" in lines
 
 

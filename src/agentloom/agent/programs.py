@@ -72,9 +72,10 @@ class ProgramRun:
     context: Callable[..., InvocationContext]
     """``context(role, invocation_id, *, owner=None, workspace_scope_id=None)``: an invocation
     context of this run for ``role`` (an agent, or the program's own name)."""
-    invoke: Callable[[str, str, InvocationContext], Awaitable[LoopOutcome]]
-    """``invoke(agent, task, ctx)``: run ``agent``'s React loop on ``task`` (no history) in
-    ``ctx`` and return how it ended; its calls are keyed by ``ctx.invocation_id``."""
+    invoke: Callable[[str, str, InvocationContext, Sequence[Any]], Awaitable[LoopOutcome]]
+    """``invoke(agent, task, ctx, history)``: run ``agent``'s React loop on ``task`` in ``ctx``,
+    after ``history`` (earlier turns as messages; usually none), and return how it ended;
+    its calls are keyed by ``ctx.invocation_id``."""
     step_boundary: Callable[[], None]
     """Called between steps: raises the runtime's release signal when this process must
     give the run back to the queue (a stopping worker)."""

@@ -961,8 +961,9 @@ class Runtime:
             return self._context(live, role, invocation_id, owner=owner,
                                  workspace_scope_id=workspace_scope_id)
 
-        async def invoke(agent: str, task: str, ctx: InvocationContext) -> LoopOutcome:
-            return await self._invoke_agent(live, agent, task, ctx)
+        async def invoke(agent: str, task: str, ctx: InvocationContext,
+                         history: Sequence[Any] = ()) -> LoopOutcome:
+            return await self._invoke_agent(live, agent, task, ctx, history)
 
         def step_boundary() -> None:
             if live.draining:
@@ -1123,13 +1124,14 @@ class Runtime:
                                         self._context(live, executor, invocation_id))
 
     async def _invoke_agent(self, live: _Live, agent: str, task: str,
-                            ctx: InvocationContext) -> LoopOutcome:
-        """A non-root invocation of ``agent`` on ``task`` alone (no history) in ``ctx``, under
-        the run's quota: an Executor's, or a workflow's agent node's."""
+                            ctx: InvocationContext, history: Sequence[Any] = ()) -> LoopOutcome:
+        """A non-root invocation of ``agent`` on ``task`` in ``ctx``, under the run's quota: an
+        Executor's (no history), or a workflow's agent node's (``history`` when granted)."""
         spec = self._agent(agent)
         assert ctx.invocation_id is not None
         inv = Invocation(invocation_id=ctx.invocation_id, agent=spec, ctx=ctx,
-                         messages=initial_messages(spec, task), root=False, quota=live.quota)
+                         messages=initial_messages(spec, task, history), root=False,
+                         quota=live.quota)
         return await self._invoke(inv, live)
 
     async def _invoke(self, inv: Invocation, live: _Live) -> LoopOutcome:

@@ -71,14 +71,38 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+class HistoryGrantConfig(_Strict):
+    """``{session: NAME}``: an agent node's explicit grant to read its agent's history in the
+    session ``NAME`` (the agent's own session; read only, its folder is never mounted)."""
+
+    session: str = Field(min_length=1)
+
+
+def _history(value: Any) -> Any:
+    """``none`` or ``{session: NAME}``, with one error naming what is wrong."""
+    if value == "none" or isinstance(value, HistoryGrantConfig):
+        return value
+    if isinstance(value, Mapping):
+        unknown = sorted(str(k) for k in value if k != "session")
+        if unknown:
+            raise ValueError(f"unknown key {unknown[0]!r} in a history grant; its only key is "
+                             "'session'")
+        session = value.get("session")
+        if not isinstance(session, str) or not session.strip():
+            raise ValueError("a history grant's 'session' must name a session of the agent")
+        return HistoryGrantConfig(session=session)
+    raise ValueError(f"must be 'none' or {{session: NAME}} (got {value!r})")
+
+
 class AgentNodeConfig(_Strict):
-    """``{agent: NAME, input: TEMPLATE, history: none}``: one input_only invocation of a
-    configured agent. ``input`` defaults to ``{{ input.task }}``; ``history`` can only be
-    ``none`` (the default)."""
+    """``{agent: NAME, input: TEMPLATE, history: none | {session: NAME}}``: one input_only
+    invocation of a configured agent. ``input`` defaults to ``{{ input.task }}``;
+    ``history`` to ``none``."""
 
     agent: str = Field(min_length=1)
     input: str = "{{ input.task }}"
-    history: Literal["none"] = "none"
+    history: Annotated[Literal["none"] | HistoryGrantConfig,
+                       BeforeValidator(_history)] = "none"
 
 
 def _json_value(value: Any, at: str = "args") -> Any:

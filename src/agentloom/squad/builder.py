@@ -54,8 +54,11 @@ def workflow_spec(name: str, cfg: WorkflowConfig) -> WorkflowSpec:
     nodes: dict[str, Node] = {}
     for node_name, node in cfg.nodes.items():
         if isinstance(node, AgentNodeConfig):
+            history: Literal["none"] | Mapping[str, str] = (
+                node.history if isinstance(node.history, str)
+                else {"session": node.history.session})
             nodes[node_name] = AgentNode(name=node_name, agent=node.agent, input=node.input,
-                                         history=node.history)
+                                         history=history)
         elif isinstance(node, CapabilityNodeConfig):
             nodes[node_name] = CapabilityNode(name=node_name, capability=node.capability,
                                               args=dict(node.args))
@@ -89,9 +92,12 @@ class Workflow:
         return self
 
     def agent(self, name: str, agent: str, *, input: str = "{{ input.task }}",
-              history: Literal["none"] = "none") -> Workflow:
-        """An agent node: one input_only invocation of ``agent`` on the rendered ``input``."""
-        return self._node(name, {"agent": agent, "input": input, "history": history})
+              history: Literal["none"] | Mapping[str, str] = "none") -> Workflow:
+        """An agent node: one input_only invocation of ``agent`` on the rendered ``input``;
+        ``history={"session": NAME}`` grants it the agent's history in that session."""
+        return self._node(name, {"agent": agent, "input": input,
+                                 "history": history if isinstance(history, str)
+                                 else dict(history)})
 
     def capability(self, name: str, capability: str, *,
                    args: Mapping[str, Any] | None = None) -> Workflow:

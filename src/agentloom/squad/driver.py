@@ -46,11 +46,12 @@ from typing import TYPE_CHECKING, Any
 from agentloom.agent.events import RunEvent
 from agentloom.agent.loop import LoopOutcome, run_over
 from agentloom.agent.programs import ProgramRun
+from agentloom.agent.sessions import open_session
 from agentloom.agent.spec import AgentSpec, AgentTool, Limits, tool_key
 from agentloom.approvals import ApprovalPending
 from agentloom.canonical import sorted_json
 from agentloom.catalog import legal_exposed_name
-from agentloom.errors import ConfigError, OperationError, StoreError
+from agentloom.errors import AgentLoomError, ConfigError, OperationError, StoreError
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.refs import OwnerRef
 from agentloom.results import OperationResult
@@ -297,9 +298,18 @@ class _Drive:
             text = render(node.input, task=task, outputs=outputs)
             if act.feedback:
                 text = f"{text}\n\n{act.feedback}"
+            call_args: dict[str, Any] = {"node": act.node, "attempt": act.attempt, "input": text}
+            session = node.history_session
+            if session is not None:  # the grant, pinned to the turns there are now (a session
+                # the agent may not read fails the node, in its handler)
+                owner = OwnerRef(kind="agent", id=node.agent, space_id=self.program.space_id)
+                try:
+                    seen = open_session(self.store, session, owner).seen
+                except AgentLoomError:
+                    seen = 0
+                call_args["history"] = {"session": session, "seen": seen}
             return await bus.request(
-                legal_exposed_name(agent_node_key(node.agent)),
-                {"node": act.node, "attempt": act.attempt, "input": text}, self.ctx,
+                legal_exposed_name(agent_node_key(node.agent)), call_args, self.ctx,
                 event_type="delegation", logical_key=key, call_id=call_id)
         assert isinstance(node, WaitNode)
         question = render(node.question, task=task, outputs=outputs) or \

@@ -6,11 +6,13 @@ handlers.
   (``Request.ask``), so the call waits in ``awaiting_approval`` first; approved, it returns
   ``approved``; rejected, the pipeline denies it (the wait node's output ``rejected``).
 - ``workflow.agent.<agent>`` (event type ``delegation``) runs the agent's React loop
-  input_only — the rendered input is its whole task, no session, no history — in a folder of
-  its own: an invocation partition of the agent in this run, which neither the workflow's
-  folder nor another node's can reach. It is ``recoverable``: after a crash it runs again and
-  replays what the agent committed. Its executor is resolved by the agent's whole role
-  configuration and at most the agent's cap of them run at once (003 F06, ``squad.resolver``).
+  input_only — the rendered input is its task, no session, and no history unless the node
+  is granted a session's (``history: {session: NAME}``: its turns there, pinned when the node
+  was called, come first) — in a folder of its own: an invocation partition of the agent in
+  this run, which neither the workflow's folder nor another node's can reach. It is
+  ``recoverable``: after a crash it runs again and replays what the agent committed. Its
+  executor is resolved by the agent's whole role configuration and at most the agent's cap
+  of them run at once (003 F06, ``squad.resolver``).
 
 Owns: those two capabilities. Does not own: when they are called (``squad.driver``).
 """
@@ -20,10 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentloom.agent.sessions import open_session
 from agentloom.agent.spec import AgentTool
 from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.catalog import CapabilitySpec, legal_exposed_name
-from agentloom.errors import OperationError
+from agentloom.errors import AgentLoomError, OperationError
 from agentloom.refs import OwnerRef
 from agentloom.results import ToolResult
 from agentloom.squad.resolver import RoleConfig, role_digest, role_executor
@@ -44,7 +47,10 @@ _APPROVAL_SCHEMA: dict[str, Any] = {
 _AGENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"node": {"type": "string"}, "attempt": {"type": "integer", "minimum": 1},
-                   "input": {"type": "string"}},
+                   "input": {"type": "string"},
+                   "history": {"type": "object", "properties": {
+                       "session": {"type": "string"}, "seen": {"type": "integer", "minimum": 0}},
+                       "required": ["session", "seen"], "additionalProperties": False}},
     "required": ["node", "attempt", "input"], "additionalProperties": False}
 
 
@@ -100,11 +106,23 @@ class _AgentNodeHandler:
             invocation_id=partition)
         ctx = run.context(self.agent, f"{run.run_id}/n/{node}/{attempt}", owner=owner,
                           workspace_scope_id=scope.workspace_scope_id)
+        history: tuple[Any, ...] = ()
+        grant = request.arguments.get("history")
+        if grant is not None:  # the granted session's turns before its slot ``seen``, read
+            # only: the node keeps its own folder (000 §7.1), the session's is never mounted
+            try:
+                history = open_session(run.kernel.store, str(grant["session"]), owner,
+                                       seen=int(grant["seen"])).history
+            except AgentLoomError as exc:
+                return ToolResult.failure(OperationError(
+                    code=exc.code, category="permission", external_outcome="not_started",
+                    message=f"node {node!r}: its history grant cannot be read: {exc}"))
         # the agent's executor, cached by its whole configuration; at most its cap of them
         # run at once in this process (003 F06)
         cfg = self.program.role_config(self.agent)
         async with role_executor(self.program.resolver, self.program.limiter, cfg) as executor:
-            outcome = await run.invoke(executor.agent, str(request.arguments["input"]), ctx)
+            outcome = await run.invoke(executor.agent, str(request.arguments["input"]), ctx,
+                                       history)
         if outcome.status == "succeeded":
             answer = outcome.answer
             return ToolResult.success(answer if isinstance(answer, str) else str(answer or ""))

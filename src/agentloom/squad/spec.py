@@ -44,16 +44,24 @@ class CapabilityNode:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentNode:
     """One invocation of a configured agent on a templated ``input`` (input_only: its own
-    workspace folder, no session; ``history: none`` is the only history it may have unless
-    granted). Its output is the agent's final answer."""
+    workspace folder, no session). ``history``: ``none``, or an explicit grant
+    ``{"session": NAME}`` — the agent's earlier turns in that session of its own come before
+    the input (read only: the node still works in its own folder, never the session's).
+    Its output is the agent's final answer."""
 
     name: str
     agent: str
     input: str = "{{ input.task }}"
-    history: Literal["none"] = "none"
+    history: Literal["none"] | Mapping[str, str] = "none"
+
+    @property
+    def history_session(self) -> str | None:
+        """The session whose history the node is granted, if any."""
+        return None if isinstance(self.history, str) else self.history["session"]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"agent": self.agent, "input": self.input, "history": self.history}
+        history = self.history if isinstance(self.history, str) else dict(self.history)
+        return {"agent": self.agent, "input": self.input, "history": history}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
