@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -299,5 +300,40 @@ async def test_s7_1_a_side_effecting_tool_is_refused_before_it_runs_a_pure_one_o
         assert wrote.outcome == "failed" and wrote.error is not None
         assert wrote.error.code == "WORKSPACE_UNAVAILABLE"
         assert not scopes.path(scopes.get(str(lease.workspace_scope_id))).exists()
+    finally:
+        kernel.close()
+
+
+async def test_s7_4_a_run_that_ended_without_its_cleanup_is_cleaned_by_a_later_sweep(
+    store_url: str, tmp_path: Path,
+) -> None:
+    """The process died between the commit that ended a run (its scopes revoked with it) and
+    the run's cleanup: no job, the folder left. A later worker's sweep (``resume_interrupted``)
+    cleans it once the run ended longer ago than the grace — never a running run's folder,
+    never a kept one."""
+    kernel = Kernel(store_url, workspace_root=tmp_path / "ws")
+    scopes, cleanup = kernel.environment.scopes, kernel.environment.cleanup
+    try:
+        lease = await kernel.start_run(owner=AGENT)
+        scope = scopes.get(str(lease.workspace_scope_id))
+        folder = scopes.ensure_folder(scope)
+        (folder / "left.txt").write_text("x", encoding="utf-8")
+        revoked, _ = cleanup.revoke_ops([scope])  # the end commit, and then the process died
+        await kernel._commit_run(lease, {"run_id": lease.run_id, "status": "succeeded",
+                                         "updated_at": time.time()}, *revoked)
+        running = await kernel.start_run(owner=AGENT)
+        running_folder = scopes.ensure_folder(scopes.get(str(running.workspace_scope_id)))
+        kept = await kernel.start_run(owner=AGENT, keep_workspace=True)
+        kept_scope = scopes.get(str(kept.workspace_scope_id))
+        await kernel.end_run(kept)
+
+        assert await cleanup.sweep_ended() == []  # within the grace: its process may clean it
+        (done,) = await cleanup.sweep_ended(now=time.time() + 61)
+
+        assert (done.run_id, done.state, done.deleted) == (
+            lease.run_id, "done", (scope.workspace_scope_id,))
+        assert not folder.exists() and scopes.get(scope.workspace_scope_id).state == "deleted"
+        assert running_folder.is_dir() and scopes.path(kept_scope).is_dir()
+        assert await cleanup.sweep_ended(now=time.time() + 61) == []  # nothing left to do
     finally:
         kernel.close()

@@ -586,13 +586,16 @@ class Runtime:
         runs it left: started with another configuration (``RELEASE_CHANGED``), claimed by
         someone else meanwhile (``LEASE_HELD``), or failed lately and waiting for its
         back-off (``BACKING_OFF``, see ``agent.failures``). A run a live process drives is never taken.
-        The output spools of runtimes that died are deleted first, and cleanup jobs that
-        failed earlier (a run-end deletion that could not finish) are tried again.
+        The output spools of runtimes that died are deleted first, cleanup jobs that failed
+        earlier (a run-end deletion that could not finish) are tried again, and runs that
+        ended with no cleanup record (the process died right after their end) are cleaned.
         """
         taken: list[RunHandle] = []
         left: list[tuple[str, str]] = []
         self.kernel.environment.reclaim_spools()  # output left by runtimes that died
         await self.kernel.environment.cleanup.retry_pending()  # cleanups that failed earlier
+        await self.kernel.environment.cleanup.sweep_ended(  # runs that ended, never cleaned
+            grace_s=self.workers.lease_ttl_s)
         now = time.time()
         # a suspended run whose old holder is confirmed gone by now (it died, or recorded its
         # receipt) is taken over like an interrupted one; the others wait for --force

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from agentloom.ids import new_id
 from agentloom.refs import OwnerRef
+from agentloom.results import TERMINAL_RUN_STATUSES
 from agentloom.store.ports import Fence, Insert, Put, WriteSet
 from agentloom.workspace._rmtree import remove_tree
 from agentloom.workspace.scope import WorkspaceScope, WorkspaceStore
@@ -75,6 +76,9 @@ class CleanupResult:
                 "attempts": self.attempts, "deleted": list(self.deleted),
                 "kept": list(self.kept), "errors": list(self.errors),
                 "next_try": self.next_try}
+
+
+_ENDED: frozenset[str] = frozenset(TERMINAL_RUN_STATUSES)
 
 
 class RunCleanup:
@@ -185,6 +189,33 @@ class RunCleanup:
                 continue
             results.append(await self.end_run(job["run_id"], int(job["data"]["lease_epoch"]),
                                               job_id=job["job_id"]))
+        return results
+
+    async def sweep_ended(self, *, grace_s: float = 60.0,
+                          now: float | None = None) -> list[CleanupResult]:
+        """Clean the runs that ended without a cleanup record (the process died between the
+        commit that ended the run and its cleanup): every run whose non-persistent scopes are
+        not ``deleted`` although the run is over (``succeeded``, ``failed``, ``cancelled``,
+        ``timed_out``) since more than ``grace_s`` — the process that ended it has long
+        finished its own cleanup if it lived — and no pending job covers it. Returns what each
+        cleanup did."""
+        store = self.scopes.store
+        moment = time.time() if now is None else now
+        left: dict[str, bool] = {}  # run -> ended without a job
+        for state in ("registered", "revoked"):
+            for row in store.query("workspace_scopes", {"state": state, "persistent": 0}):
+                run_id = str(row["run_id"])
+                if run_id not in left:
+                    run = store.get("runs", {"run_id": run_id})
+                    left[run_id] = (run is not None and run["status"] in _ENDED
+                                    and moment - float(run["updated_at"]) > grace_s)
+        pending = {str(job["run_id"]) for job in self.pending_jobs()}
+        results = []
+        for run_id, ended in left.items():
+            if ended and run_id not in pending:
+                run = store.get("runs", {"run_id": run_id})
+                assert run is not None
+                results.append(await self.end_run(run_id, int(run["lease_epoch"])))
         return results
 
     def pending_jobs(self) -> list[dict[str, Any]]:
