@@ -117,27 +117,19 @@ class RunEnvironment:
         if workdir is not None:
             return await self.scopes.bind(owner=owner, run_id=run_id, folder=workdir,
                                           busy=busy, fence=fence)
-        if session_id is not None:
-            return await self.scopes.register(
-                owner=owner, run_id=run_id, fence=fence, persistent=True,
-                partition_kind="workflow_session" if owner.kind == "workflow"
-                else "agent_session", partition_id=session_id)
-        if owner.kind == "workflow":  # a workflow run's own WorkflowSession folder (000 §7.1)
-            return await self.scopes.register(
-                owner=owner, run_id=run_id, fence=fence, persistent=keep,
-                partition_kind="workflow_session", partition_id=run_id)
-        return await self.scopes.register(
-            owner=owner, run_id=run_id, fence=fence, persistent=keep,
-            partition_kind="invocation", partition_id=invocation_id,
-            invocation_id=invocation_id)
+        return await self.scopes.settle(*await self.plan_workspace(
+            owner=owner, run_id=run_id, session_id=session_id, invocation_id=invocation_id,
+            keep=keep), fence=fence)
 
     async def plan_workspace(
         self, *, owner: OwnerRef, run_id: str, session_id: str | None, invocation_id: str,
         keep: bool = False, new_run: bool = False,
     ) -> tuple[WorkspaceScope, list[Insert | Put]]:
-        """The scope ``open_workspace`` registers (without ``workdir``) and its rows, for
-        the caller to commit — a new run commits them with its own row, in one commit — then
-        ``scopes.ensure_folder`` when it needs the folder (the same partitions)."""
+        """The scope ``open_workspace`` registers without ``workdir`` — a session's persistent
+        folder, or a per-invocation one (a workflow's: its WorkflowSession folder of the run),
+        kept with ``keep`` — and its rows, for the caller to commit (a new run commits them
+        with its own row, in one commit; ``open_workspace`` through ``scopes.settle``), then
+        ``scopes.ensure_folder`` when it needs the folder."""
         if session_id is not None:
             return await self.scopes.plan(
                 new_run=new_run, owner=owner, run_id=run_id, persistent=True,

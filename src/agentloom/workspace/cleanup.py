@@ -78,9 +78,6 @@ class CleanupResult:
                 "next_try": self.next_try}
 
 
-_ENDED: frozenset[str] = frozenset(TERMINAL_RUN_STATUSES)
-
-
 class RunCleanup:
     """Ends a run's workspaces (000 §7.4): removes write rights, revokes the run's processes,
     deletes its non-persistent folders and records the result.
@@ -207,7 +204,7 @@ class RunCleanup:
                 run_id = str(row["run_id"])
                 if run_id not in left:
                     run = store.get("runs", {"run_id": run_id})
-                    left[run_id] = (run is not None and run["status"] in _ENDED
+                    left[run_id] = (run is not None and run["status"] in TERMINAL_RUN_STATUSES
                                     and moment - float(run["updated_at"]) > grace_s)
         pending = {str(job["run_id"]) for job in self.pending_jobs()}
         results = []

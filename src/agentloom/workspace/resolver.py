@@ -63,8 +63,9 @@ class WorkspaceResolver:
         refused before its tool runs); its folder is opened on the first file operation, so
         a tool that touches no file pays nothing for it."""
         scope = self.scope_for(context)
+        writable = scope.state == "registered"
         return ScopedFiles(self.service, functools.partial(self._open, scope),
-                           writable=scope.state == "registered")
+                           writable=lambda: writable)
 
     def files_checked_on_use(self, context: AttemptContext) -> ScopedFiles:
         """The call's files with the scope checked on the first file operation, not before:
@@ -78,26 +79,26 @@ class WorkspaceResolver:
 
 
 class ScopedFiles:
-    """The workspace file service bound to one call's scope (``ctx.files``); the scope's
-    folder is opened on first use (``handle``: a handle, or what opens it)."""
+    """The workspace file service bound to one call's scope (``ctx.files``): ``opener`` opens
+    the scope's folder on the first file operation; ``writable`` says, until then, whether
+    the scope may be written."""
 
     def __init__(self, service: WorkspaceService,
-                 handle: WorkspaceHandle | Callable[[], Awaitable[WorkspaceHandle]], *,
-                 writable: bool | Callable[[], bool] | None = None) -> None:
+                 opener: Callable[[], Awaitable[WorkspaceHandle]], *,
+                 writable: Callable[[], bool]) -> None:
         self._service = service
-        self._opened = handle if isinstance(handle, WorkspaceHandle) else None
-        self._opener = None if isinstance(handle, WorkspaceHandle) else handle
+        self._opener = opener
+        self._opened: WorkspaceHandle | None = None
         self._writable = writable
 
     @property
     def writable(self) -> bool:
         if self._opened is not None:
             return self._opened.writable
-        return bool(self._writable() if callable(self._writable) else self._writable)
+        return self._writable()
 
     async def _h(self) -> WorkspaceHandle:
         if self._opened is None:
-            assert self._opener is not None
             self._opened = await self._opener()
         return self._opened
 

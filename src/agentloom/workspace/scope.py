@@ -203,16 +203,23 @@ class WorkspaceStore:
 
         ``bound_path`` (with ``partition_kind="bound"``, persistent) makes an existing folder
         the scope's: see ``bind``."""
-        scope, ops = await self.plan(
+        return await self.settle(*await self.plan(
             owner=owner, partition_kind=partition_kind, partition_id=partition_id,
             run_id=run_id, persistent=persistent, invocation_id=invocation_id,
-            bound_path=bound_path)
+            bound_path=bound_path), fence=fence)
+
+    async def settle(self, scope: WorkspaceScope, ops: list[Insert | Put], *,
+                     fence: Fence | None = None) -> WorkspaceScope:
+        """Commit what ``plan`` gave (nothing when it found the scope registered), then make
+        sure the scope's folder exists; a scope registered concurrently under the same key
+        is reused."""
         if ops:
             try:
                 await self.coordinator.commit(WriteSet(tuple(ops), fence))
             except RevisionConflict:
                 pass  # registered concurrently under the same key: reuse it
-            found = self._find(owner, partition_kind, partition_id, run_id)
+            found = self._find(scope.owner_ref, scope.partition_kind, scope.partition_id,
+                               scope.run_id)
             assert found is not None
             scope = found
         self.ensure_folder(scope)
