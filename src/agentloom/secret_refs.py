@@ -1,5 +1,7 @@
 """``${VAR}`` references in configured values (an MCP server's ``env`` and ``headers``, a
 remote A2A agent's ``headers``): read from the environment when a connection starts.
+``${VAR:-default}`` reads ``default`` where ``VAR`` is unset or empty (the shell's and Claude
+Code's ``.mcp.json`` form); a default is configuration text, not a secret.
 
 The values read live only in memory for that connection: they are never stored, logged or
 shown. The configuration (and the snapshot a run records of it) keeps the ``${VAR}`` text;
@@ -18,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 __all__ = ["REDACTED", "resolve_references", "scrub"]
 
-_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 REDACTED = "[redacted]"
 _MIN_SCRUBBED = 4  # shorter values would blank out ordinary words
 
@@ -27,17 +29,21 @@ def resolve_references(values: Mapping[str, str], *, where: str, secrets: list[s
                        missing: Callable[[str], Exception],
                        environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """``values`` with every ``${NAME}`` replaced by ``$NAME`` from ``environ`` (default:
-    ``os.environ``); each value read is appended to ``secrets`` (for ``scrub``).
+    ``os.environ``), and every ``${NAME:-default}`` by ``$NAME`` or, where it is unset or
+    empty, ``default``; each value read from ``environ`` is appended to ``secrets`` (for
+    ``scrub``).
 
     Raises:
-        Exception: ``missing(message)`` when a variable is unset; the message names it and
-            ``where.<key>`` (e.g. ``mcp_servers.docs.headers.Authorization``).
+        Exception: ``missing(message)`` when a variable without a default is unset; the
+            message names it and ``where.<key>`` (e.g. ``mcp_servers.docs.headers.Authorization``).
     """
     source = os.environ if environ is None else environ
     out: dict[str, str] = {}
     for key, value in values.items():
         def lookup(match: re.Match[str], key: str = key) -> str:
-            name = match[1]
+            name, default = match[1], match[2]
+            if default is not None and not source.get(name):
+                return default
             if name not in source:
                 raise missing(f"{where}.{key} refers to ${{{name}}}, which is not set in "
                               f"AgentLoom's environment; export {name} before starting")

@@ -70,16 +70,22 @@ def mcp_entry_parts(entry: str) -> tuple[str, str] | None:
 
 
 def secret_references(value: str) -> list[str]:
-    """The variable names ``value`` refers to as ``${NAME}``, in order.
+    """The variable names ``value`` refers to as ``${NAME}`` or ``${NAME:-default}``, in order.
 
     Raises:
-        ValueError: a ``${...}`` that does not hold a variable name.
+        ValueError: a ``${...}`` that does not hold a variable name, or a default holding
+            another ``${...}``.
     """
-    names = _REFERENCE.findall(value)
-    for name in names:
+    names = []
+    for inner in _REFERENCE.findall(value):
+        name, has_default, default = inner.partition(":-")
         if not _VAR.match(name):
-            raise ValueError(f"${{{name}}} is not a reference to an environment variable; write "
-                             "${NAME} with letters, digits and '_'")
+            raise ValueError(f"${{{inner}}} is not a reference to an environment variable; write "
+                             "${NAME} or ${NAME:-default}, NAME with letters, digits and '_'")
+        if has_default and "${" in default:
+            raise ValueError(f"${{{inner}}}: a default cannot hold another ${{...}}; write the "
+                             "default itself")
+        names.append(name)
     return names
 
 
