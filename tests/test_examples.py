@@ -8,6 +8,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -112,3 +114,65 @@ def test_example_workflow_routes_an_error_waits_for_approval_and_publishes(tmp_p
                 cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["output"] == "published dist/release-2.0.txt (1 line)"
+
+
+@pytest.fixture
+def searchable_tmp() -> Iterator[Path]:
+    """A temporary folder every user may search (``0711``), in the system's temp folder: a
+    runtime running as root runs ``exec`` as uid 65534, which must reach its work folder by
+    path, and git resolves every folder above it (pytest's own folders are ``0700``)."""
+    folder = Path(tempfile.mkdtemp(prefix="agentloom-example-"))
+    folder.chmod(0o711)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _mcp_example(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """examples/mcp copied to ``tmp_path`` (its kept workspace lands there), and an environment
+    whose PATH finds the virtualenv's ``mcp-server-git``."""
+    venv_bin = Path(sys.executable).parent
+    if not (venv_bin / "mcp-server-git").exists():
+        pytest.skip("mcp-server-git is not installed (pip install -e '.[dev]' installs it)")
+    folder = tmp_path / "mcp"
+    shutil.copytree(ROOT / "examples" / "mcp", folder)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["PATH"] = f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"
+    return folder, env
+
+
+def test_example_mcp_commits_a_note_with_the_git_server_through_the_pipeline(
+    searchable_tmp: Path,
+) -> None:
+    """Issue #15: examples/mcp through the CLI — a published MCP server (mcp-server-git) in the
+    run's sandbox, its tools called as recorded operations, its env defaults (${VAR:-default})
+    read when it starts; the commit lands in the run's kept workspace."""
+    tmp_path = searchable_tmp
+    folder, env = _mcp_example(tmp_path)
+    store = f"sqlite:///{tmp_path / 'm.db'}"
+    done = subprocess.run([sys.executable, "-m", "agentloom", "run", str(folder / "agentloom.yaml"),
+                           "Commit a release note", "--json", "--store", store], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = json.loads(done.stdout)
+    assert out["output"] == "NOTES.md is committed: the last commit is 'Add the release note'."
+    shown = json.loads(_run("-m", "agentloom", "runs", "show", out["run_id"], "--json", "--store",
+                            store, cwd=tmp_path).stdout)
+    calls = [(op["capability"], op["status"]) for op in shown["operations"]
+             if op["capability"].startswith("mcp.")]
+    assert calls == [("mcp.git.git_add", "succeeded"), ("mcp.git.git_commit", "succeeded"),
+                     ("mcp.git.git_log", "succeeded")]
+    (workspace,) = {p.parent for p in (folder / ".agentloom").rglob("NOTES.md")}
+    log = subprocess.run(["git", "-c", f"safe.directory={workspace}", "-C", str(workspace), "log",
+                          "--format=%an <%ae> %s"], capture_output=True, text=True, check=True)
+    assert log.stdout.splitlines() == ["release-agent <agent@example.org> Add the release note"]
+
+
+def test_example_mcp_json_imports_to_the_examples_mcp_servers_entry(tmp_path: Path) -> None:
+    """The example's .mcp.json (Claude Code's form) is what its config says, once imported."""
+    import yaml
+
+    done = _run("-m", "agentloom", "mcp", "import-claude",
+                str(ROOT / "examples" / "mcp" / ".mcp.json"), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    config = yaml.safe_load((ROOT / "examples" / "mcp" / "agentloom.yaml").read_text(encoding="utf-8"))
+    assert json.loads(done.stdout)["mcp_servers"] == config["mcp_servers"]
