@@ -152,6 +152,11 @@ def test_example_mcp_commits_a_note_with_the_git_server_through_the_pipeline(
     done = subprocess.run([sys.executable, "-m", "agentloom", "run", str(folder / "agentloom.yaml"),
                            "Commit a release note", "--json", "--store", store], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=180, check=False)
+    if done.returncode != 0 and shutil.which("bwrap") is None and "SANDBOX_UNAVAILABLE" in done.stderr:
+        # e.g. a root runtime whose interpreter lies under /root: Landlock runs the server as
+        # uid 65534, which cannot reach it, and says so
+        pytest.skip("bubblewrap is not installed (apt-get install -y bubblewrap) and Landlock "
+                    "cannot start this server here: " + done.stderr.strip().splitlines()[0][:160])
     assert done.returncode == 0, done.stderr + done.stdout
     out = json.loads(done.stdout)
     assert out["output"] == "NOTES.md is committed: the last commit is 'Add the release note'."
