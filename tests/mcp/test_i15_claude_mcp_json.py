@@ -113,7 +113,7 @@ def test_i15_import_claude_prints_the_yaml_and_warns_of_a_downloading_command(
      "mcpServers.lab: args[1] '${HOME}/projects' refers to a variable"),
     ({"web": {"type": "http", "url": "https://${HOST}/mcp"}},
      "mcpServers.web: url 'https://${HOST}/mcp' refers to a variable"),
-    ({"my server": lab_entry()}, "mcpServers.my server: a server name must start with a letter"),
+    ({"my server": lab_entry()}, "mcpServers.my server: a name must start with a letter"),
     ({"lab": "python lab.py"}, "mcpServers.lab: an entry is an object"),
     ({"lab": {"args": ["x"]}}, "mcpServers.lab: \"type\" must be \"stdio\" or \"http\""),
     ({"lab": lab_entry(env={"TOKEN": "${A:-${B}}"})},

@@ -57,6 +57,8 @@ from agentloom.limits import leaves_input_room
 __all__ = [
     "BUILTIN_TOOLS",
     "CONFIG_VERSION",
+    "NAME",
+    "NAME_RULE",
     "AgentConfig",
     "AnyHandlerConfig",
     "CommandHandlerConfig",
@@ -97,7 +99,10 @@ equal to ``agentloom.environment.BUILTIN_TOOLS``."""
 DEFAULT_WORKSPACE_ROOT = ".agentloom/workspaces"
 STORE_FILE = ".agentloom/agentloom.db"
 
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,57}$")
+NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,57}$")
+"""What a name under ``connections``, ``agents``, ``mcp_servers`` and ``a2a_agents`` may be."""
+NAME_RULE = ("a name must start with a letter and hold only letters, digits, '_' or '-' "
+             "(at most 58 characters); rename it")
 _REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_.]*$")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ALWAYS_OFFERED = ("result.read",)
@@ -751,10 +756,8 @@ def cross_problems(config: Config) -> list[Problem]:
                            ("mcp_servers", config.mcp_servers),
                            ("a2a_agents", config.a2a_agents)):
         for name in names:
-            if not _NAME.match(name):
-                problems.append(Problem(key_path((section, name)),
-                                        "a name must start with a letter and hold only letters, digits, "
-                                        "'_' or '-' (at most 58 characters); rename it"))
+            if not NAME.match(name):
+                problems.append(Problem(key_path((section, name)), NAME_RULE))
     for project, settings in config.projects.items():
         for name in settings.connections:
             if name not in config.connections:

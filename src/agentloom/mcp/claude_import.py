@@ -31,7 +31,6 @@ Owns: reading the file and translating each entry. Does not own: writing a confi
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from agentloom.config.mcp import McpServerConfig
+from agentloom.config.model import NAME, NAME_RULE
 from agentloom.errors import AgentLoomError, ErrorCategory
 
 __all__ = ["ImportedServers", "McpImportError", "import_mcp_json"]
@@ -47,7 +47,6 @@ __all__ = ["ImportedServers", "McpImportError", "import_mcp_json"]
 _KEYS = ("type", "command", "args", "env", "url", "headers")
 _STDIO_KEYS = frozenset({"type", "command", "args", "env"})
 _HTTP_KEYS = frozenset({"type", "url", "headers"})
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,57}$")
 _DOWNLOADERS = frozenset({"npx", "uvx", "bunx", "pipx", "pnpx"})
 _SERVER: TypeAdapter[Any] = TypeAdapter(McpServerConfig)
 
@@ -107,9 +106,8 @@ def import_mcp_json(path: Path) -> ImportedServers:
 
 def _entry(name: str, entry: Any, where: str) -> dict[str, Any]:
     """One ``mcpServers`` entry as an ``mcp_servers`` entry (checked as the config checks it)."""
-    if not _NAME.match(name):
-        raise ValueError("a server name must start with a letter and hold only letters, "
-                         "digits, '_' or '-' (at most 58 characters); rename it")
+    if not NAME.match(name):
+        raise ValueError(NAME_RULE)
     if not isinstance(entry, Mapping):
         raise ValueError("an entry is an object with \"command\" (stdio) or \"type\" and \"url\"")
     kind = entry.get("type", "stdio" if "command" in entry else None)

@@ -198,22 +198,18 @@ class RunCleanup:
         cleanup did."""
         store = self.scopes.store
         moment = time.time() if now is None else now
-        left: dict[str, bool] = {}  # run -> ended without a job
+        ended: dict[str, int | None] = {}  # run -> its lease epoch when it ended long enough ago
         for state in ("registered", "revoked"):
             for row in store.query("workspace_scopes", {"state": state, "persistent": 0}):
                 run_id = str(row["run_id"])
-                if run_id not in left:
+                if run_id not in ended:
                     run = store.get("runs", {"run_id": run_id})
-                    left[run_id] = (run is not None and run["status"] in TERMINAL_RUN_STATUSES
-                                    and moment - float(run["updated_at"]) > grace_s)
+                    over = (run is not None and run["status"] in TERMINAL_RUN_STATUSES
+                            and moment - float(run["updated_at"]) > grace_s)
+                    ended[run_id] = int(run["lease_epoch"]) if over and run else None
         pending = {str(job["run_id"]) for job in self.pending_jobs()}
-        results = []
-        for run_id, ended in left.items():
-            if ended and run_id not in pending:
-                run = store.get("runs", {"run_id": run_id})
-                assert run is not None
-                results.append(await self.end_run(run_id, int(run["lease_epoch"])))
-        return results
+        return [await self.end_run(run_id, epoch) for run_id, epoch in ended.items()
+                if epoch is not None and run_id not in pending]
 
     def pending_jobs(self) -> list[dict[str, Any]]:
         """The ``cleanup_jobs`` rows still ``pending``, oldest first."""
