@@ -117,10 +117,14 @@ def test_example_workflow_routes_an_error_waits_for_approval_and_publishes(tmp_p
 
 
 @pytest.fixture
-def searchable_tmp() -> Iterator[Path]:
-    """A temporary folder every user may search (``0711``), in the system's temp folder: a
-    runtime running as root runs ``exec`` as uid 65534, which must reach its work folder by
-    path, and git resolves every folder above it (pytest's own folders are ``0700``)."""
+def example_tmp(tmp_path: Path) -> Iterator[Path]:
+    """Where the MCP example runs: pytest's own folder (below ``0700`` ones, as ``/root`` is) when
+    bubblewrap is here — a root runtime stages the sandbox's folders where its uid 65534
+    reaches them. Under Landlock that uid works at the host's paths, and git resolves every
+    folder above its work tree: then a folder every user may search (``0711``)."""
+    if shutil.which("bwrap") is not None:
+        yield tmp_path
+        return
     folder = Path(tempfile.mkdtemp(prefix="agentloom-example-"))
     folder.chmod(0o711)
     yield folder
@@ -141,12 +145,12 @@ def _mcp_example(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def test_example_mcp_commits_a_note_with_the_git_server_through_the_pipeline(
-    searchable_tmp: Path,
+    example_tmp: Path,
 ) -> None:
     """Issue #15: examples/mcp through the CLI — a published MCP server (mcp-server-git) in the
     run's sandbox, its tools called as recorded operations, its env defaults (${VAR:-default})
     read when it starts; the commit lands in the run's kept workspace."""
-    tmp_path = searchable_tmp
+    tmp_path = example_tmp
     folder, env = _mcp_example(tmp_path)
     store = f"sqlite:///{tmp_path / 'm.db'}"
     done = subprocess.run([sys.executable, "-m", "agentloom", "run", str(folder / "agentloom.yaml"),

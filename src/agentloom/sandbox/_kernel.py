@@ -1,5 +1,6 @@
 """The kernel calls the confining backends need and Python does not wrap: Landlock
-rulesets, ``prctl`` flags and a seccomp filter, through ``ctypes`` on the C library.
+rulesets, ``prctl`` flags, a seccomp filter and the private mounts that stage bubblewrap's
+bind sources, through ``ctypes`` on the C library.
 
 No binding on the package index is maintained for Landlock, and the calls are few and
 stable ABI (``linux/landlock.h``, ``linux/seccomp.h``, ``linux/filter.h``), so this module
@@ -16,6 +17,7 @@ import ctypes
 import os
 import platform
 import struct
+from collections.abc import Sequence
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _syscall = _libc.syscall
@@ -61,6 +63,10 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+#: In a private mount namespace (``stage_binds``): where bind sources are staged.
+STAGE = "/tmp"
 
 
 def _check(result: int) -> int:
@@ -127,6 +133,41 @@ def install_seccomp(program: bytes) -> None:
     fprog = struct.pack("@HP", count, ctypes.addressof(filters))  # struct sock_fprog, native layout
     prog_buf = ctypes.create_string_buffer(fprog, len(fprog))
     _check(_prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(prog_buf), 0, 0))
+
+
+def stage_binds(sources: Sequence[str | bytes]) -> list[str]:
+    """Enter a private mount namespace and bind every source at ``STAGE/<i>``, a small tmpfs
+    of mode 0711; return those paths (in the order of ``sources``).
+
+    Run as root just before starting bubblewrap as the sandbox uid: bubblewrap finds its bind
+    sources by path as that uid, and a source below a folder it cannot search (``/root``,
+    pytest's 0700 folders) would be refused. The staged paths are reachable by any uid, and
+    only this process and its children see them.
+    """
+    _check(_libc.unshare(_CLONE_NEWNS))
+    _check(_libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None))
+    # Opened in the new namespace (a bind source must be one of its mounts), before STAGE
+    # hides what lies below it.
+    fds = [os.open(src, os.O_PATH | os.O_CLOEXEC) for src in sources]
+    _check(_libc.mount(b"tmpfs", STAGE.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV,
+                       b"mode=0711,size=65536"))
+    staged = []
+    for i, fd in enumerate(fds):
+        target = f"{STAGE}/{i}"
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            os.mkdir(target, 0o711)
+        else:
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        _check(_libc.mount(f"/proc/self/fd/{fd}".encode(), target.encode(), None,
+                           _MS_BIND | _MS_REC, None))
+        os.close(fd)
+        staged.append(target)
+    return staged
+
+
+def staged_path(index: int) -> str:
+    """Where ``stage_binds`` puts its ``index``-th source."""
+    return f"{STAGE}/{index}"
 
 
 def machine() -> str:

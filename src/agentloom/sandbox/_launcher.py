@@ -1,5 +1,5 @@
-"""How the Landlock and ``none`` backends start a command: through the zygote, a reaper
-per execution (``_zygote``, ``_reaper``).
+"""How the Landlock and ``none`` backends, and bubblewrap run by root, start a command:
+through the zygote, a reaper per execution (``_zygote``, ``_reaper``).
 
 ::
 
@@ -44,6 +44,17 @@ class LandlockRules:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StagedBwrap:
+    """A bubblewrap launcher started as root: ``stage`` the bind sources the command process
+    binds where the sandbox uid reaches them (``_kernel.stage_binds``; the argv names
+    ``_kernel.staged_path(i)``), ``seccomp`` the program it puts at
+    ``_reaper.BWRAP_SECCOMP_FD`` for ``--seccomp``."""
+
+    stage: tuple[str, ...]
+    seccomp: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Confinement:
     """What the command's process applies to itself before ``exec``.
 
@@ -55,6 +66,7 @@ class Confinement:
     rlimits: tuple[tuple[int, int], ...] = ()
     landlock: LandlockRules | None = None
     seccomp: bytes | None = None
+    bwrap: StagedBwrap | None = None
 
 
 class ReaperProcess:
@@ -123,6 +135,9 @@ def spawn(
             "abi": confinement.landlock.abi, "rules": confinement.landlock.rules,
             "deny_tcp": confinement.landlock.deny_tcp},
         "seccomp": None if confinement.seccomp is None else confinement.seccomp.hex(),
+        "bwrap": None if confinement.bwrap is None else {
+            "stage": [os.fsencode(a).decode("latin-1") for a in confinement.bwrap.stage],
+            "seccomp": confinement.bwrap.seccomp.hex()},
     }
     control_r, control_w = os.pipe2(os.O_CLOEXEC)
     status_r, status_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)

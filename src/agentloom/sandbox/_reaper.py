@@ -5,9 +5,11 @@ without the package (``python -S``).
 ::
 
     zygote ──fork──► spare reaper (subreaper, own session) ──fork──► spare command
-       │ request + 4 fds ──► │ ── request + stdout, stderr ──────────►  (rlimits, chdir, uid,
-                             │ control pipe (runtime's end)            pdeathsig, no_new_privs,
-                             │ status pipe  (to the runtime)           Landlock, seccomp, exec)
+       │ request + 4 fds ──► │ ── request + stdout, stderr ──────────►  ([bwrap: staged binds,
+                             │ control pipe (runtime's end)            seccomp memfd] rlimits,
+                             │ status pipe  (to the runtime)           chdir, uid, pdeathsig,
+                                                                       no_new_privs, Landlock,
+                                                                       seccomp, exec)
 
 Both processes are forked before the request comes (the zygote keeps one spare pair ready),
 so starting a command costs two messages, not two forks.
@@ -46,6 +48,8 @@ KILL_TREE_TIMEOUT_S = 10.0
 SETUP_FAILED = 126
 NOT_FOUND = 127
 STATUS = struct.Struct("=i")
+#: The fd a staged bubblewrap launcher reads its seccomp program from (``--seccomp``).
+BWRAP_SECCOMP_FD = 3
 _PREFIX = b"agentloom-sandbox: "
 
 
@@ -226,6 +230,7 @@ def _command(reaper: int, out: int, err: int, request: dict[str, Any]) -> NoRetu
     try:
         argv = [a.encode("latin-1") for a in request["argv"]]
         env = {k.encode("latin-1"): v.encode("latin-1") for k, v in request["env"].items()}
+        _prepare_bwrap(request)
         _confine(reaper, request)
     except BaseException as exc:
         _say(b"could not confine the command: " + str(exc).encode(errors="replace"))
@@ -235,6 +240,23 @@ def _command(reaper: int, out: int, err: int, request: dict[str, Any]) -> NoRetu
     except BaseException as exc:
         _say(b"cannot run " + argv[0] + b": " + str(exc).encode(errors="replace"))
     os._exit(NOT_FOUND)
+
+
+def _prepare_bwrap(request: dict[str, Any]) -> None:
+    """For a bubblewrap launcher started as root (``request["bwrap"]``): its bind sources
+    staged where the sandbox uid reaches them (``_kernel.stage_binds``: the argv names the
+    staged paths), and its seccomp program in a memfd at ``BWRAP_SECCOMP_FD`` (the argv's
+    ``--seccomp``), which ``exec`` keeps open."""
+    plan = request.get("bwrap")
+    if plan is None:
+        return
+    _kernel.stage_binds([path.encode("latin-1") for path in plan["stage"]])
+    program = os.memfd_create("agentloom-seccomp", 0)
+    if program != BWRAP_SECCOMP_FD:
+        os.dup2(program, BWRAP_SECCOMP_FD)
+        os.close(program)
+    os.write(BWRAP_SECCOMP_FD, bytes.fromhex(plan["seccomp"]))
+    os.lseek(BWRAP_SECCOMP_FD, 0, os.SEEK_SET)
 
 
 def _confine(reaper: int, request: dict[str, Any]) -> None:

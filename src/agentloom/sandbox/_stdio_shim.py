@@ -21,7 +21,6 @@ and, only once none is left, writes ``<token>.gone``: the proof ``StdioServers``
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import resource
@@ -37,17 +36,6 @@ except ImportError:  # run as a script, without the package on the path
     import _reaper  # type: ignore[no-redef,import-not-found]
 
 SETUP_FAILED = 126
-CLONE_NEWNS = 0x00020000
-MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
-#: In the shim's private mount namespace (runtime as root): where bind sources are staged.
-STAGE = "/tmp"
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _check(result: int) -> None:
-    if result != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, os.strerror(errno))
 
 
 def _say(message: str) -> None:
@@ -77,32 +65,11 @@ def _start_time(pid: int) -> str:
         return fh.read().rsplit(b")", 1)[1].split()[19].decode()
 
 
-def _stage(binds: list[list[Any]]) -> list[str]:
-    """Bind every source under a private ``STAGE`` (as root, in a new mount namespace) so
-    that bubblewrap, running as the sandbox uid, can reach sources below folders it cannot
-    search (``/root``, pytest's 0700 folders). Returns the staged paths."""
-    _check(_libc.unshare(CLONE_NEWNS))
-    _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None))
-    # Opened in the new namespace (a bind source must be one of its mounts), before STAGE
-    # hides what lies below it.
-    fds = [os.open(src, os.O_PATH | os.O_CLOEXEC) for src, _, _ in binds]
-    _check(_libc.mount(b"tmpfs", STAGE.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0711,size=65536"))
-    staged = []
-    for i, fd in enumerate(fds):
-        target = f"{STAGE}/{i}"
-        if os.path.isdir(f"/proc/self/fd/{fd}"):
-            os.mkdir(target, 0o711)
-        else:
-            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
-        _check(_libc.mount(f"/proc/self/fd/{fd}".encode(), target.encode(), None, MS_BIND | MS_REC, None))
-        os.close(fd)
-        staged.append(target)
-    return staged
-
-
 def _spawn_bwrap(spec: dict[str, Any], env: dict[str, str]) -> int:
     binds = spec["binds"]
-    sources = _stage(binds) if spec["stage"] else [src for src, _, _ in binds]
+    sources = [src for src, _, _ in binds]
+    if spec["stage"]:  # root: bwrap runs as the sandbox uid, which may not reach the sources
+        sources = _kernel.stage_binds(sources)
     seccomp = os.memfd_create("agentloom-seccomp", 0)  # inherited by bwrap (--seccomp)
     os.write(seccomp, bytes.fromhex(spec["seccomp"]))
     os.lseek(seccomp, 0, os.SEEK_SET)

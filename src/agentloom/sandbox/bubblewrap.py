@@ -10,10 +10,12 @@ kills every process inside.
 Started by root, bubblewrap itself runs as the unprivileged sandbox uid (``identity``)
 with an unprivileged user namespace, so the sandbox's uid 65534 is host uid 65534, never
 root: nothing it leaves in the workspace can be setuid root, and ``RLIMIT_NPROC`` is
-counted. bubblewrap resolves mount sources by path as that uid, so every folder above
-the work folder must be searchable by it (the workspace root's folders are 0711); where
-they are not, ``self_check`` fails and ``auto`` uses Landlock. Every command also runs
-under the seccomp filter of ``seccomp`` (``--seccomp``) and the policy's rlimits.
+counted. bubblewrap resolves mount sources by path as that uid, which cannot search
+``/root``; so root starts it through a reaper of the zygote whose command process first
+stages the sources in a private mount namespace (``_staged``). Where root cannot (no
+``CAP_SYS_ADMIN``), bubblewrap is started directly and every folder above the work folder
+must be searchable by that uid (the workspace root's folders are 0711). Every command also
+runs under the seccomp filter of ``seccomp`` (``--seccomp``) and the policy's rlimits.
 """
 
 from __future__ import annotations
@@ -26,7 +28,11 @@ import subprocess
 from pathlib import Path
 
 from agentloom.sandbox._base import ProcessGateway
+from agentloom.sandbox._execution import readable
+from agentloom.sandbox._kernel import staged_path
+from agentloom.sandbox._launcher import Confinement, StagedBwrap, spawn
 from agentloom.sandbox._limits import apply_rlimits, command_rlimits
+from agentloom.sandbox._reaper import BWRAP_SECCOMP_FD
 from agentloom.sandbox._supervisor import Launch
 from agentloom.sandbox._sweep import sweep
 from agentloom.sandbox.errors import SANDBOX_UNAVAILABLE, SandboxError
@@ -41,6 +47,7 @@ INSTALL_HINT = (
 )
 MIN_VERSION = (0, 8)  # --disable-userns and --size first appear in 0.8.0
 SANDBOX_HOSTNAME = "sandbox"
+SELF_CHECK_TIMEOUT_S = 30.0
 
 #: The runtime programs need, read-only. A merged-/usr symlink is recreated as a symlink.
 RUNTIME_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -85,40 +92,74 @@ class BubblewrapGateway(ProcessGateway):
         self._identity = sandbox_identity()
         self._rlimits = command_rlimits(policy, self._identity)
         self._seccomp = seccomp_program(deny_sockets=False)  # the network namespace is empty
+        self._stage = self._identity is not None  # root: stage the bind sources (``_staged``)
 
     def self_check(self) -> None:
         """Start one sandbox running ``true`` on a folder beside the workspaces; raise
         ``SANDBOX_UNAVAILABLE`` if it fails (no user namespaces in this container, a
-        seccomp profile refusing mounts, a folder above the workspaces the sandbox uid
-        cannot search...)."""
-        command = ExecCommand(argv=("true",))
+        seccomp profile refusing mounts...).
+
+        Run as root, the sources are staged (``_staged``) so that bubblewrap, running as the
+        sandbox uid, reaches folders below ones it cannot search (``/root``). Where root may
+        not make a mount namespace (no ``CAP_SYS_ADMIN``), bubblewrap is started directly as
+        that uid instead, and every folder above the workspaces must then be searchable."""
         work = self._spool_dir / "self-check"
         work.mkdir(mode=0o700, exist_ok=True)
         if self._identity is not None:
             os.chown(work, *self._identity)
-        seccomp_fd = self._seccomp_fd()
-        argv = self._argv(work, (), seccomp_fd, command, {"PATH": self._policy.path}, None)
-        rlimits = self._rlimits
+        binds = _binds(work, ())
+        if self._identity is None:
+            self._check(binds, staged=False)
+            return
         try:
-            done = subprocess.run(
-                argv, env={}, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, check=False,
-                pass_fds=(seccomp_fd,), cwd="/", user=self._uid, group=self._gid,
-                extra_groups=None if self._identity is None else [],
-                preexec_fn=lambda: apply_rlimits(rlimits),
-            )
+            self._check(binds, staged=True)
+        except SandboxError as staged_failed:
+            try:
+                self._check(binds, staged=False)
+            except SandboxError as direct_failed:
+                raise SandboxError(SANDBOX_UNAVAILABLE, (
+                    f"{staged_failed.error.message} (with its bind sources staged by root); "
+                    f"started directly as uid {self._identity[0]}: {direct_failed.error.message}"
+                    f" — every folder above {self._output_dir} must be searchable by that uid, "
+                    "e.g. chmod o+x")) from None
+            log.warning("sandbox: root cannot stage bubblewrap's bind sources (%s); bubblewrap "
+                        "is started directly as uid %d, which must be able to search every "
+                        "folder above the workspaces", staged_failed.error.message,
+                        self._identity[0])
+            self._stage = False
+
+    def _check(self, binds: list[Bind], *, staged: bool) -> None:
+        """Run ``true`` in a sandbox on ``binds``; ``SandboxError`` saying why it failed."""
+        command = ExecCommand(argv=("true",))
+        env = {"PATH": self._policy.path}
+        try:
+            if staged:
+                code, stderr = _run_reaped(
+                    self._argv(binds, BWRAP_SECCOMP_FD, command, env, None, staged=True),
+                    self._staged(binds))
+            else:
+                seccomp_fd = self._seccomp_fd()
+                rlimits = self._rlimits
+                try:
+                    done = subprocess.run(
+                        self._argv(binds, seccomp_fd, command, env, None), env={},
+                        stdin=subprocess.DEVNULL, capture_output=True, timeout=SELF_CHECK_TIMEOUT_S,
+                        check=False, pass_fds=(seccomp_fd,), cwd="/", user=self._uid,
+                        group=self._gid, extra_groups=None if self._identity is None else [],
+                        preexec_fn=lambda: apply_rlimits(rlimits))
+                finally:
+                    os.close(seccomp_fd)
+                code, stderr = done.returncode, done.stderr
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SandboxError(SANDBOX_UNAVAILABLE, f"bubblewrap could not start a sandbox: {exc}") from None
-        finally:
-            os.close(seccomp_fd)
-        if done.returncode != 0:
-            why = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [
-                f"exit {done.returncode}"
-            ]
-            hint = ""
-            if "Permission denied" in why[0] and self._identity is not None:
-                hint = (f" (bubblewrap runs as uid {self._identity[0]}: every folder above "
-                        f"{self._output_dir} must be searchable by it, e.g. chmod o+x)")
-            raise SandboxError(SANDBOX_UNAVAILABLE, f"bubblewrap could not start a sandbox: {why[0]}{hint}")
+        if code != 0:
+            why = stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {code}"]
+            raise SandboxError(SANDBOX_UNAVAILABLE, f"bubblewrap could not start a sandbox: {why[0]}")
+
+    @property
+    def stages_sources(self) -> bool:
+        """Whether root stages bubblewrap's bind sources (``_staged``) before starting it."""
+        return self._stage
 
     @property
     def _uid(self) -> int | None:
@@ -131,17 +172,32 @@ class BubblewrapGateway(ProcessGateway):
     def _launch(self, handle: SandboxHandle, command: ExecCommand, env: dict[str, str]) -> Launch:
         scope = handle.scope
         work_dir = scope.work_dir.absolute()
-        seccomp_fd = self._seccomp_fd()
+        binds = _binds(work_dir, scope.readonly_mounts)
 
-        def argv_for(info_fd: int | None) -> list[str]:
-            return self._argv(work_dir, scope.readonly_mounts, seccomp_fd, command, env, info_fd)
+        def cleanup() -> None:
+            sweep(work_dir, self._command_uid, foreign=scope.foreign)
 
         # bwrap itself gets an empty environment: nothing of the host's reaches the
         # launcher's /proc/<pid>/environ, which the sandbox's PID 1 would expose.
-        return self._make_launch(argv_for, env={}, cwd="/", info_fd=True, pass_fds=(seccomp_fd,),
-                                 identity=self._identity, rlimits=self._rlimits,
-                                 cleanup=lambda: sweep(work_dir, self._command_uid,
-                                                       foreign=scope.foreign))
+        if self._stage:  # root: the zygote stages the sources (``_staged``)
+            return self._make_launch(
+                lambda _info_fd: self._argv(binds, BWRAP_SECCOMP_FD, command, env, None, staged=True),
+                env={}, cwd="/", info_fd=False, confinement=self._staged(binds), cleanup=cleanup)
+        seccomp_fd = self._seccomp_fd()
+        return self._make_launch(
+            lambda info_fd: self._argv(binds, seccomp_fd, command, env, info_fd),
+            env={}, cwd="/", info_fd=True, pass_fds=(seccomp_fd,), identity=self._identity,
+            rlimits=self._rlimits, cleanup=cleanup)
+
+    def _staged(self, binds: list[Bind]) -> Confinement:
+        """How root starts bwrap: through a reaper of the zygote, whose command process binds
+        the sources where the sandbox uid reaches them (a private mount namespace), puts the
+        seccomp program at ``BWRAP_SECCOMP_FD``, applies the rlimits and becomes the sandbox
+        uid before it runs bwrap. The reaper's exit proves the whole sandbox gone."""
+        assert self._identity is not None
+        return Confinement(identity=self._identity, rlimits=self._rlimits,
+                           bwrap=StagedBwrap(stage=tuple(source for source, _, _ in binds),
+                                             seccomp=self._seccomp))
 
     def _seccomp_fd(self) -> int:
         """The seccomp program in a fresh memfd, for ``--seccomp`` (bwrap reads it once)."""
@@ -156,13 +212,15 @@ class BubblewrapGateway(ProcessGateway):
 
     def _argv(
         self,
-        work_dir: Path,
-        readonly_mounts: tuple[tuple[Path, str], ...],
+        binds: list[Bind],
         seccomp_fd: int,
         command: ExecCommand,
         env: dict[str, str],
         info_fd: int | None,
+        *,
+        staged: bool = False,
     ) -> list[str]:
+        """bwrap's argv; ``staged``: each bind source at its staged path (``_staged``)."""
         policy = self._policy
         uid = str(SANDBOX_UID)
         a = [
@@ -188,9 +246,8 @@ class BubblewrapGateway(ProcessGateway):
         size = str(policy.tmp_size_bytes)
         a += ["--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]  # /dev itself read-only
         a += ["--size", size, "--tmpfs", "/tmp"]
-        a += ["--bind", str(work_dir), WORK_MOUNT]
-        for host, target in readonly_mounts:
-            a += ["--ro-bind", str(Path(host).absolute()), target]
+        for i, (source, target, writable) in enumerate(binds):
+            a += ["--bind" if writable else "--ro-bind", staged_path(i) if staged else source, target]
         a += ["--remount-ro", "/", "--chdir", command.cwd, "--clearenv"]
         for name, value in env.items():
             a += ["--setenv", name, value]
@@ -201,6 +258,39 @@ class BubblewrapGateway(ProcessGateway):
             assert command.shell_script is not None
             a += ["/bin/sh", "-c", command.shell_script]
         return a
+
+
+def _run_reaped(argv: list[str], confinement: Confinement) -> tuple[int, bytes]:
+    """Run ``argv`` through a reaper of the zygote (``_launcher.spawn``) and wait for it:
+    its exit status and its stderr. A run longer than ``SELF_CHECK_TIMEOUT_S`` is killed."""
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        try:
+            proc = spawn(argv, env={}, cwd="/", stdout_fd=null, stderr_fd=err_w,
+                         confinement=confinement)
+        finally:
+            os.close(err_w)
+            os.close(null)
+        if not readable(proc.pidfd, SELF_CHECK_TIMEOUT_S):
+            proc.request_kill()
+        code = proc.wait()
+        chunks = []
+        while chunk := os.read(err_r, 65536):  # every writer is gone with the reaper
+            chunks.append(chunk)
+        return code, b"".join(chunks)
+    finally:
+        os.close(err_r)
+
+
+Bind = tuple[str, str, bool]
+"""A bind mount of the sandbox: host source, target inside, writable."""
+
+
+def _binds(work_dir: Path, readonly_mounts: tuple[tuple[Path, str], ...]) -> list[Bind]:
+    """The work folder at ``/work``, writable, then each read-only mount."""
+    return [(str(work_dir), WORK_MOUNT, True),
+            *((str(Path(host).absolute()), target, False) for host, target in readonly_mounts)]
 
 
 def _version(bwrap: str) -> tuple[int, ...]:

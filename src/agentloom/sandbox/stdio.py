@@ -305,7 +305,7 @@ class StdioServers:
         return {
             "mode": "bubblewrap", "bwrap": gateway._bwrap, "head": head, "runtime": runtime,
             "binds": binds, "tail": ["--remount-ro", "/", "--chdir", workspace_path],
-            "stage": gateway._identity is not None, "identity": gateway._identity,
+            "stage": gateway.stages_sources, "identity": gateway._identity,
             "rlimits": gateway._rlimits, "seccomp": seccomp_program(deny_sockets=False).hex(),
         }
 
