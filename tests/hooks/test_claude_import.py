@@ -408,3 +408,33 @@ def test_i16_3_answers_without_an_agentloom_equivalent_are_hook_failures_naming_
 
 def _re(text: str) -> str:
     return re.escape(text)
+
+
+def test_i16_3_import_json_prints_one_object_with_or_without_write(tmp_path: Path) -> None:
+    project = _project(tmp_path / "proj", {"hooks": {
+        **SETTINGS["hooks"], "Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}})
+    settings = str(project / ".claude" / "settings.json")
+    config = project / "agentloom.yaml"
+    config.write_text(CONFIG, encoding="utf-8")
+    cli = Cli("unused")
+
+    printed = cli("hooks", "import-claude", settings, "--skip-unsupported", "--json")
+    assert printed.exit_code == 0, printed.stderr
+    out = json.loads(printed.stdout)  # stdout is one JSON value, nothing else
+    assert out["agent"] == "main" and out["written"] is None and out["skipped"] == ["Stop"]
+    assert out["project_dir"] == str(project.resolve())
+    assert [h["hook_id"] for h in out["hooks"]] == [
+        "claude.PreToolUse[0].hooks[0]", "claude.PreToolUse[1].hooks[0]"]
+    assert "Stop" in printed.stderr  # the warning still goes to stderr
+    assert config.read_text(encoding="utf-8") == CONFIG  # nothing written without --write
+
+    written = cli.json("hooks", "import-claude", settings, "--skip-unsupported", "--write",
+                       str(config))
+    assert written["written"] == str(config) and written["hooks"] == out["hooks"]
+    assert [h.hook_id for h in load_config(config).agents["main"].hooks] == [
+        h["hook_id"] for h in out["hooks"]]
+
+    refused = cli("hooks", "import-claude", settings, "--json")  # Stop, without the skip flag
+    assert refused.exit_code == 2
+    error = json.loads(refused.stdout)["error"]
+    assert error["code"] == "CLAUDE_IMPORT" and "Stop" in error["message"]

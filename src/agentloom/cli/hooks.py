@@ -1,11 +1,12 @@
-"""``agentloom hooks import-claude SETTINGS [--agent A] [--write CONFIG] [--skip-unsupported]``:
+"""``agentloom hooks import-claude SETTINGS [--agent A] [--write CONFIG] [--skip-unsupported] [--json]``:
 Claude Code hooks converted to AgentLoom hooks (docs/hooks.md; docs/cli.md is the reference).
 
 Without ``--write`` the hooks are printed as YAML to paste under ``agents:``; with it they are
 appended to ``agents.<A>.hooks`` of CONFIG in place — the rest of the file, comments included,
 is kept when the agent is a block mapping; otherwise the file is rewritten from its data (the
 comments are then lost, and a warning says so). Nothing is written unless the result loads as
-a valid configuration. A refusal exits 2 and names what cannot be converted.
+a valid configuration. A refusal exits 2 and names what cannot be converted. ``--json`` prints
+one object: the agent, the hooks, the skipped events, the project folder and the file written.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import typer
 import yaml
 
 from agentloom.cli.errors import EXIT_OK, UsageFailure
-from agentloom.cli.output import say, stderr_console, stdout_console
+from agentloom.cli.output import print_json, say, stderr_console, stdout_console
 from agentloom.cli.yaml_edit import (
     dump,
     indented,
@@ -47,6 +48,8 @@ def import_claude(
     skip_unsupported: Annotated[bool, typer.Option(
         "--skip-unsupported", help="Skip (and list) events with no AgentLoom equivalent "
         "instead of refusing the file.")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON value on stdout, nothing else.")] = False,
 ) -> None:
     """Convert a Claude Code settings file's PreToolUse / PostToolUse command hooks."""
     try:
@@ -60,13 +63,19 @@ def import_claude(
     if not hooks:
         raise UsageFailure(f"{settings}: no PreToolUse or PostToolUse hooks to import",
                            code="CLAUDE_IMPORT")
-    if write is None:
+    if write is not None:
+        _write(write, agent, hooks, project_dir(settings))
+    if as_json:
+        print_json({"agent": agent, "hooks": hooks, "skipped": list(imported.skipped),
+                    "project_dir": str(project_dir(settings)),
+                    "written": None if write is None else str(write)})
+    elif write is None:
         say(stdout_console(), f"# hooks imported from {settings}; the config file must sit in "
             f"{project_dir(settings)} (the commands run there)\n"
             + dump({"agents": {agent: {"hooks": hooks}}}).rstrip())
-        raise typer.Exit(EXIT_OK)
-    _write(write, agent, hooks, project_dir(settings))
-    say(stdout_console(), f"added {len(hooks)} hook(s) to agents.{agent} in {write}")
+    else:
+        say(stdout_console(), f"added {len(hooks)} hook(s) to agents.{agent} in {write}")
+    raise typer.Exit(EXIT_OK)
 
 
 def _write(config: Path, agent: str, hooks: list[dict[str, Any]], project: Path) -> None:
