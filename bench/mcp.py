@@ -17,24 +17,33 @@ and call its trivial ``echo`` tool:
   and ``bus.request("mcp__lab__echo", …)`` in a loop inside one run: every call is an operation
   of the recorded pipeline (intent, Attempt, raw and effective result, commit).
 
+First both sides run **side by side**: both connections open, timed in alternating blocks of
+10 back-to-back calls, so that a drift of this shared machine during the run falls on both
+alike (the first call of a block, which follows the other side's block, is not timed). Then
+each side runs in its own loop, one after the other, as below.
+
 Printed: the median and p95 per call of each side, the ratio of the medians (target ≤ 1.5×),
 and how many server processes the AgentLoom run opened for its calls (target: 1). To tell
 AgentLoom's own work from the disk's, the AgentLoom loop also runs with the SQLite file on tmpfs
 (``/dev/shm``: a disk sync costs nothing there) and on the memory store, and the script measures
 what one synced SQLite commit costs on the disk of the temporary folder (a side-effecting call
 syncs once: its intent, before the server is called). Every figure is measured in this run; the
-targets are the only constants.
+targets are the only constants. The median of the SDK's own ``send_request`` inside the
+AgentLoom loop is printed too: the same round trip, timed in this script by wrapping the SDK's
+method, takes longer there than in the bare loop's tight back-to-back calls.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +62,7 @@ LAB = ROOT / "tests" / "mcp" / "servers" / "lab.py"
 TARGET_RATIO = 1.5
 TARGET_PROCESSES = 1
 WARMUP = 10
+BLOCK = 10
 
 
 def _summary(samples: list[float]) -> dict[str, float]:
@@ -90,6 +100,37 @@ async def bare_client(calls: int) -> dict[str, float]:
         return await _echo_loop(client.call_tool, calls)
 
 
+class SendTimer:
+    """The durations of the SDK's own ``ClientSession.send_request`` (the round trip AgentLoom
+    asks of the ``mcp`` client) while ``on``: what the same SDK call costs inside AgentLoom's
+    loop, to set beside the bare loop's whole call. Installed by wrapping the SDK's method in
+    this script only (``timing_sends``)."""
+
+    def __init__(self) -> None:
+        self.on = True
+        self.durations: list[float] = []
+
+
+@contextlib.contextmanager
+def timing_sends() -> Iterator[SendTimer]:
+    timer = SendTimer()
+    original = ClientSession.send_request
+
+    async def timed(self: ClientSession, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return await original(self, *args, **kwargs)
+        finally:
+            if timer.on:
+                timer.durations.append(time.perf_counter() - start)
+
+    ClientSession.send_request = timed  # type: ignore[method-assign]
+    try:
+        yield timer
+    finally:
+        ClientSession.send_request = original  # type: ignore[method-assign]
+
+
 CONFIG = """\
 version: 1
 agents:
@@ -114,18 +155,82 @@ async def agentloom(calls: int, folder: Path, store: str | None = None) -> dict[
         lease = await kernel.start_run()
         ctx = kernel.invocation_context(lease, release_id=rt.release_id)
         samples = []
-        for i in range(WARMUP + calls):
-            start = time.perf_counter()
-            result = await kernel.bus.request("mcp__lab__echo", {"text": f"hi {i}"}, ctx)
-            took = time.perf_counter() - start
-            assert result.outcome == "succeeded", result
-            if i >= WARMUP:
-                samples.append(took)
+        with timing_sends() as sends:
+            for i in range(WARMUP + calls):
+                start = time.perf_counter()
+                result = await kernel.bus.request("mcp__lab__echo", {"text": f"hi {i}"}, ctx)
+                took = time.perf_counter() - start
+                assert result.outcome == "succeeded", result
+                if i >= WARMUP:
+                    samples.append(took)
         opened = kernel.mcp_sessions.opened
         await kernel.end_run(lease, "succeeded")
-        return {**_summary(samples), "processes": opened}
+        return {**_summary(samples), "processes": opened,
+                "send_median_us": statistics.median(sends.durations[WARMUP:]) * 1e6}
     finally:
         await rt.aclose()
+
+
+async def _alternate(client: Any, kernel: Any, ctx: Any, calls: int, sends: SendTimer,
+                     bare_samples: list[float], loom_samples: list[float]) -> None:
+    """Warm both connections, then time alternating blocks of calls (``side_by_side``)."""
+    for i in range(WARMUP):  # both connections open and warm
+        assert not (await client.call_tool("echo", {"text": f"hi {i}"})).is_error
+        result = await kernel.bus.request("mcp__lab__echo", {"text": f"hi {i}"}, ctx)
+        assert result.outcome == "succeeded", result
+    n = 0
+    sends.durations.clear()
+    while len(loom_samples) < calls:
+        sends.on = False
+        for k in range(BLOCK + 1):
+            start = time.perf_counter()
+            got = await client.call_tool("echo", {"text": f"hi {n}"})
+            took = time.perf_counter() - start
+            assert not got.is_error, got
+            if k:
+                bare_samples.append(took)
+            n += 1
+        for k in range(BLOCK + 1):
+            sends.on = k > 0  # the SDK's round trips of the timed AgentLoom calls only
+            start = time.perf_counter()
+            result = await kernel.bus.request("mcp__lab__echo", {"text": f"hi {n}"}, ctx)
+            took = time.perf_counter() - start
+            assert result.outcome == "succeeded", result
+            if k:
+                loom_samples.append(took)
+            n += 1
+
+
+async def side_by_side(calls: int, folder: Path, store: str | None = None) -> dict[str, Any]:
+    """The bare ``mcp.Client`` and AgentLoom on SQLite, both open at once (one server process
+    each), timed in alternating blocks of ``BLOCK`` back-to-back calls: a drift of the machine
+    during the run (other tenants, the disk) falls on both sides alike, and each side's calls
+    inside a block are as tight as in its own loop. The first call of each block is not timed
+    (it follows the other side's block). ``store``: AgentLoom's store (default: a SQLite file
+    in ``folder``)."""
+    config = folder / "agentloom.yaml"
+    config.write_text(CONFIG.format(python=json.dumps(sys.executable), lab=json.dumps(str(LAB))),
+                      encoding="utf-8")
+    rt = runtime_from_config(load_config(config), store=store or f"sqlite:///{folder / 'side.db'}")
+    params = StdioServerParameters(command=sys.executable, args=[str(LAB)])
+    bare_samples: list[float] = []
+    loom_samples: list[float] = []
+    try:
+        kernel = rt.kernel
+        lease = await kernel.start_run()
+        ctx = kernel.invocation_context(lease, release_id=rt.release_id)
+        with timing_sends() as sends:
+            async with Client(params, mode="legacy") as client:
+                await _alternate(client, kernel, ctx, calls, sends, bare_samples, loom_samples)
+        opened = kernel.mcp_sessions.opened
+        await kernel.end_run(lease, "succeeded")
+    finally:
+        await rt.aclose()
+    bare, loom = _summary(bare_samples), _summary(loom_samples)
+    return {"bare": bare, "agentloom": loom, "block": BLOCK, "processes": opened,
+            "agentloom_calls": WARMUP + len(loom_samples) // BLOCK * (BLOCK + 1),
+            "send_median_us": statistics.median(sends.durations) * 1e6,
+            "ratio": loom["median_us"] / bare["median_us"]}
 
 
 def disk_sync_us(folder: Path, commits: int = 200) -> float:
@@ -158,45 +263,55 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="agentloom-bench-mcp-") as tmp:
-        loom = asyncio.run(agentloom(args.calls, Path(tmp)))
+        paired = asyncio.run(side_by_side(args.calls, Path(tmp)))
         sync_us = disk_sync_us(Path(tmp))
     # the same on a folder in memory (tmpfs: an fsync costs nothing) and on the memory store:
     # what AgentLoom's own work costs, apart from the disk
     shm = Path("/dev/shm")
-    in_memory_fs = None
+    tmpfs = None
     if shm.is_dir():
         with tempfile.TemporaryDirectory(prefix="agentloom-bench-mcp-", dir=shm) as tmp:
-            in_memory_fs = asyncio.run(agentloom(args.calls, Path(tmp)))
+            tmpfs = asyncio.run(side_by_side(args.calls, Path(tmp)))
     with tempfile.TemporaryDirectory(prefix="agentloom-bench-mcp-") as tmp:
-        memory = asyncio.run(agentloom(args.calls, Path(tmp), store="memory://"))
+        memory = asyncio.run(side_by_side(args.calls, Path(tmp), store="memory://"))
+    # each side in its own loop, one after the other
+    with tempfile.TemporaryDirectory(prefix="agentloom-bench-mcp-") as tmp:
+        loom = asyncio.run(agentloom(args.calls, Path(tmp)))
     session = asyncio.run(bare(args.calls))
     base = asyncio.run(bare_client(args.calls))
-    ratio = loom["median_us"] / base["median_us"]
-    report = {"bare": base, "bare_session": session, "agentloom_sqlite": loom, "ratio": ratio,
-              "agentloom_sqlite_tmpfs": in_memory_fs, "agentloom_memory": memory,
+    report = {"side_by_side": {"sqlite": paired, "sqlite_tmpfs": tmpfs, "memory": memory},
+              "own_loops": {"bare": base, "bare_session": session, "agentloom_sqlite": loom,
+                            "ratio": loom["median_us"] / base["median_us"]},
               "disk_sync_us": sync_us,
               "targets": {"ratio_at_most": TARGET_RATIO, "processes": TARGET_PROCESSES}}
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"MCP tool call, stdio server {LAB.name} 'echo', {args.calls} calls each, one run")
+    print(f"MCP tool call, stdio server {LAB.name} 'echo', {args.calls} calls each way, one run")
+    print(f"side by side: both connections open, alternating blocks of {BLOCK} calls")
+    print(f"  bare mcp.Client.call_tool          median {paired['bare']['median_us']:9,.1f} µs   "
+          f"p95 {paired['bare']['p95_us']:9,.1f} µs")
+    print(f"  AgentLoom bus.request (SQLite)     median {paired['agentloom']['median_us']:9,.1f} µs   "
+          f"p95 {paired['agentloom']['p95_us']:9,.1f} µs")
+    print(f"  ratio of medians                   {paired['ratio']:.2f}×   (target ≤ {TARGET_RATIO}×)")
+    print(f"    of which the SDK's send_request  median {paired['send_median_us']:9,.1f} µs   "
+          "(the same round trip, inside AgentLoom's call)")
+    for name, side in (("SQLite file on tmpfs", tmpfs), ("memory store", memory)):
+        if side is not None:
+            print(f"  AgentLoom, {name:22}  median {side['agentloom']['median_us']:9,.1f} µs   "
+                  f"ratio {side['ratio']:.2f}×   (bare beside it "
+                  f"{side['bare']['median_us']:,.0f} µs)")
+    print(f"  one disk sync of a SQLite commit   {sync_us:9,.1f} µs   (one per side-effecting "
+          "call: its intent, before the server is called)")
+    print(f"  server processes for AgentLoom's {paired['agentloom_calls']} calls  "
+          f"{paired['processes']}   (target {TARGET_PROCESSES})")
+    print("each in its own loop, one after the other")
     print(f"  bare mcp.Client.call_tool          median {base['median_us']:9,.1f} µs   "
           f"p95 {base['p95_us']:9,.1f} µs")
     print(f"  bare mcp ClientSession.call_tool   median {session['median_us']:9,.1f} µs   "
           f"p95 {session['p95_us']:9,.1f} µs   (the low-level session, for reference)")
     print(f"  AgentLoom bus.request (SQLite)     median {loom['median_us']:9,.1f} µs   "
-          f"p95 {loom['p95_us']:9,.1f} µs")
-    print(f"  ratio of medians to mcp.Client     {ratio:.2f}×   (target ≤ {TARGET_RATIO}×)   "
-          f"to ClientSession {loom['median_us'] / session['median_us']:.2f}×")
-    if in_memory_fs is not None:
-        print(f"  AgentLoom, SQLite file on tmpfs    median {in_memory_fs['median_us']:9,.1f} µs   "
-              f"ratio {in_memory_fs['median_us'] / base['median_us']:.2f}×  (no disk sync)")
-    print(f"  AgentLoom, memory store            median {memory['median_us']:9,.1f} µs   "
-          f"ratio {memory['median_us'] / base['median_us']:.2f}×")
-    print(f"  one disk sync of a SQLite commit   {sync_us:9,.1f} µs   (one per side-effecting "
-          "call: its intent, before the server is called)")
-    print(f"  server processes for {args.calls + WARMUP} calls  {loom['processes']}   "
-          f"(target {TARGET_PROCESSES})")
+          f"p95 {loom['p95_us']:9,.1f} µs   ratio {report['own_loops']['ratio']:.2f}×")
     return 0
 
 
