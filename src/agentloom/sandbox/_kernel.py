@@ -136,8 +136,8 @@ def install_seccomp(program: bytes) -> None:
 
 
 def stage_binds(sources: Sequence[str | bytes]) -> list[str]:
-    """Enter a private mount namespace and bind every source at ``STAGE/<i>``, a small tmpfs
-    of mode 0711; return those paths (in the order of ``sources``).
+    """Enter a private mount namespace and bind every source at ``staged_path(i)``, in a small
+    tmpfs of mode 0711 on ``STAGE``; return those paths (in the order of ``sources``).
 
     Run as root just before starting bubblewrap as the sandbox uid: bubblewrap finds its bind
     sources by path as that uid, and a source below a folder it cannot search (``/root``,
@@ -153,7 +153,7 @@ def stage_binds(sources: Sequence[str | bytes]) -> list[str]:
                        b"mode=0711,size=65536"))
     staged = []
     for i, fd in enumerate(fds):
-        target = f"{STAGE}/{i}"
+        target = staged_path(i)
         if os.path.isdir(f"/proc/self/fd/{fd}"):
             os.mkdir(target, 0o711)
         else:
