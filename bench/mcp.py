@@ -43,7 +43,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,17 +71,34 @@ def _summary(samples: list[float]) -> dict[str, float]:
             "p95_us": ordered[int(0.95 * (len(ordered) - 1))] * 1e6, "calls": len(ordered)}
 
 
-async def _echo_loop(call_tool: Any, calls: int) -> dict[str, float]:
-    """Time ``call_tool("echo", …)`` ``calls`` times after ``WARMUP`` untimed calls."""
-    samples = []
-    for i in range(WARMUP + calls):
-        start = time.perf_counter()
+Call = Callable[[int], Awaitable[None]]
+"""One call of ``echo`` with ``hi <i>``; raises if it did not succeed."""
+
+
+def _bare_call(call_tool: Any) -> Call:
+    async def call(i: int) -> None:
         result = await call_tool("echo", {"text": f"hi {i}"})
-        took = time.perf_counter() - start
         assert not result.is_error, result
-        if i >= WARMUP:
-            samples.append(took)
-    return _summary(samples)
+    return call
+
+
+def _loom_call(kernel: Any, ctx: Any) -> Call:
+    async def call(i: int) -> None:
+        result = await kernel.bus.request("mcp__lab__echo", {"text": f"hi {i}"}, ctx)
+        assert result.outcome == "succeeded", result
+    return call
+
+
+async def _timed(call: Call, i: int) -> float:
+    start = time.perf_counter()
+    await call(i)
+    return time.perf_counter() - start
+
+
+async def _echo_loop(call: Call, calls: int) -> dict[str, float]:
+    """Time ``call`` ``calls`` times after ``WARMUP`` untimed calls."""
+    samples = [await _timed(call, i) for i in range(WARMUP + calls)]
+    return _summary(samples[WARMUP:])
 
 
 async def bare(calls: int) -> dict[str, float]:
@@ -89,7 +106,7 @@ async def bare(calls: int) -> dict[str, float]:
     params = StdioServerParameters(command=sys.executable, args=[str(LAB)])
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
-        return await _echo_loop(session.call_tool, calls)
+        return await _echo_loop(_bare_call(session.call_tool), calls)
 
 
 async def bare_client(calls: int) -> dict[str, float]:
@@ -97,7 +114,7 @@ async def bare_client(calls: int) -> dict[str, float]:
     connection, the 2025-11-25 handshake (``mode="legacy"``: no probe)."""
     params = StdioServerParameters(command=sys.executable, args=[str(LAB)])
     async with Client(params, mode="legacy") as client:
-        return await _echo_loop(client.call_tool, calls)
+        return await _echo_loop(_bare_call(client.call_tool), calls)
 
 
 class SendTimer:
@@ -143,62 +160,50 @@ sandbox: {{backend: none}}
 """
 
 
-async def agentloom(calls: int, folder: Path, store: str | None = None) -> dict[str, Any]:
-    """``bus.request`` of the MCP tool through the recorded pipeline, one run, on ``store``
-    (default: a SQLite file in ``folder``)."""
+def _runtime(folder: Path, store: str | None) -> Any:
+    """A runtime of ``CONFIG`` on ``store`` (default: a SQLite file in ``folder``)."""
     config = folder / "agentloom.yaml"
     config.write_text(CONFIG.format(python=json.dumps(sys.executable), lab=json.dumps(str(LAB))),
                       encoding="utf-8")
-    rt = runtime_from_config(load_config(config), store=store or f"sqlite:///{folder / 'bench.db'}")
+    return runtime_from_config(load_config(config), store=store or f"sqlite:///{folder / 'bench.db'}")
+
+
+async def agentloom(calls: int, folder: Path, store: str | None = None) -> dict[str, Any]:
+    """``bus.request`` of the MCP tool through the recorded pipeline, one run, on ``store``
+    (default: a SQLite file in ``folder``)."""
+    rt = _runtime(folder, store)
     try:
         kernel = rt.kernel
         lease = await kernel.start_run()
-        ctx = kernel.invocation_context(lease, release_id=rt.release_id)
-        samples = []
         with timing_sends() as sends:
-            for i in range(WARMUP + calls):
-                start = time.perf_counter()
-                result = await kernel.bus.request("mcp__lab__echo", {"text": f"hi {i}"}, ctx)
-                took = time.perf_counter() - start
-                assert result.outcome == "succeeded", result
-                if i >= WARMUP:
-                    samples.append(took)
+            summary = await _echo_loop(
+                _loom_call(kernel, kernel.invocation_context(lease, release_id=rt.release_id)),
+                calls)
         opened = kernel.mcp_sessions.opened
         await kernel.end_run(lease, "succeeded")
-        return {**_summary(samples), "processes": opened,
+        return {**summary, "processes": opened,
                 "send_median_us": statistics.median(sends.durations[WARMUP:]) * 1e6}
     finally:
         await rt.aclose()
 
 
-async def _alternate(client: Any, kernel: Any, ctx: Any, calls: int, sends: SendTimer,
+async def _alternate(bare_call: Call, loom_call: Call, calls: int, sends: SendTimer,
                      bare_samples: list[float], loom_samples: list[float]) -> None:
     """Warm both connections, then time alternating blocks of calls (``side_by_side``)."""
     for i in range(WARMUP):  # both connections open and warm
-        assert not (await client.call_tool("echo", {"text": f"hi {i}"})).is_error
-        result = await kernel.bus.request("mcp__lab__echo", {"text": f"hi {i}"}, ctx)
-        assert result.outcome == "succeeded", result
-    n = 0
+        await bare_call(i)
+        await loom_call(i)
     sends.durations.clear()
+    n = 0
     while len(loom_samples) < calls:
-        sends.on = False
-        for k in range(BLOCK + 1):
-            start = time.perf_counter()
-            got = await client.call_tool("echo", {"text": f"hi {n}"})
-            took = time.perf_counter() - start
-            assert not got.is_error, got
-            if k:
-                bare_samples.append(took)
-            n += 1
-        for k in range(BLOCK + 1):
-            sends.on = k > 0  # the SDK's round trips of the timed AgentLoom calls only
-            start = time.perf_counter()
-            result = await kernel.bus.request("mcp__lab__echo", {"text": f"hi {n}"}, ctx)
-            took = time.perf_counter() - start
-            assert result.outcome == "succeeded", result
-            if k:
-                loom_samples.append(took)
-            n += 1
+        for call, samples in ((bare_call, bare_samples), (loom_call, loom_samples)):
+            for k in range(BLOCK + 1):
+                # the SDK's round trips of the timed AgentLoom calls only
+                sends.on = call is loom_call and k > 0
+                took = await _timed(call, n)
+                n += 1
+                if k:
+                    samples.append(took)
 
 
 async def side_by_side(calls: int, folder: Path, store: str | None = None) -> dict[str, Any]:
@@ -208,20 +213,18 @@ async def side_by_side(calls: int, folder: Path, store: str | None = None) -> di
     inside a block are as tight as in its own loop. The first call of each block is not timed
     (it follows the other side's block). ``store``: AgentLoom's store (default: a SQLite file
     in ``folder``)."""
-    config = folder / "agentloom.yaml"
-    config.write_text(CONFIG.format(python=json.dumps(sys.executable), lab=json.dumps(str(LAB))),
-                      encoding="utf-8")
-    rt = runtime_from_config(load_config(config), store=store or f"sqlite:///{folder / 'side.db'}")
+    rt = _runtime(folder, store)
     params = StdioServerParameters(command=sys.executable, args=[str(LAB)])
     bare_samples: list[float] = []
     loom_samples: list[float] = []
     try:
         kernel = rt.kernel
         lease = await kernel.start_run()
-        ctx = kernel.invocation_context(lease, release_id=rt.release_id)
+        loom_call = _loom_call(kernel, kernel.invocation_context(lease, release_id=rt.release_id))
         with timing_sends() as sends:
             async with Client(params, mode="legacy") as client:
-                await _alternate(client, kernel, ctx, calls, sends, bare_samples, loom_samples)
+                await _alternate(_bare_call(client.call_tool), loom_call, calls, sends,
+                                 bare_samples, loom_samples)
         opened = kernel.mcp_sessions.opened
         await kernel.end_run(lease, "succeeded")
     finally:

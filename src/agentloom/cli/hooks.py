@@ -19,6 +19,7 @@ import typer
 import yaml
 
 from agentloom.cli.errors import EXIT_OK, UsageFailure
+from agentloom.cli.options import JsonOpt
 from agentloom.cli.output import print_json, say, stderr_console, stdout_console
 from agentloom.cli.yaml_edit import (
     dump,
@@ -48,8 +49,7 @@ def import_claude(
     skip_unsupported: Annotated[bool, typer.Option(
         "--skip-unsupported", help="Skip (and list) events with no AgentLoom equivalent "
         "instead of refusing the file.")] = False,
-    as_json: Annotated[bool, typer.Option(
-        "--json", help="Print one JSON value on stdout, nothing else.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Convert a Claude Code settings file's PreToolUse / PostToolUse command hooks."""
     try:

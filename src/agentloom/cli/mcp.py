@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, UsageFailure
+from agentloom.cli.options import JsonOpt
 from agentloom.cli.output import print_json, say, setup_logging, stdout_console
 from agentloom.cli.stores import sqlite_path
 from agentloom.config import Config, load_config
@@ -41,7 +42,6 @@ mcp_app = typer.Typer(no_args_is_help=True,
 
 _CONFIG = Annotated[Path, typer.Argument(metavar="CONFIG", help="The config file.",
                                          show_default=False)]
-_JSON = Annotated[bool, typer.Option("--json", help="Print one JSON value on stdout, nothing else.")]
 DEFAULT_CONFIG = "agentloom.yaml"
 """The config ``mcp login`` reads when only SERVER is given."""
 
@@ -62,7 +62,7 @@ def _credentials(config: Config, store: str | None = None) -> McpCredentials | N
 
 
 @mcp_app.command("list")
-def mcp_list(config: _CONFIG, as_json: _JSON = False) -> None:
+def mcp_list(config: _CONFIG, as_json: JsonOpt = False) -> None:
     """Connect to every server of mcp_servers and show its negotiated protocol version, server
     name and version, and its tools with their capability keys (mcp.<server>.<tool>) and the
     names the model sees (mcp__<server>__<tool>), plus mcp.<server>.resources.read for a server
@@ -110,7 +110,7 @@ def mcp_call(
                                         show_default=False)],
     args: Annotated[str, typer.Option("--args", metavar="JSON",
                                       help="The arguments, one JSON object.")] = "{}",
-    as_json: _JSON = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Call TOOL of SERVER once, outside any run (nothing recorded, no hooks), and print the
     result as a run would record it. Exit 1 when the result is not succeeded."""
@@ -211,7 +211,7 @@ async def _prompts(config: Config, server: str, name: str | None,
 
 
 @mcp_app.command("prompts")
-def mcp_prompts(config: _CONFIG, server: _SERVER, as_json: _JSON = False) -> None:
+def mcp_prompts(config: _CONFIG, server: _SERVER, as_json: JsonOpt = False) -> None:
     """List the prompts of SERVER (prompts/list) with their arguments. Prompts are templates to
     read: none is ever put into an agent's instructions. Exit 1 when the server answers with an
     error; 2 when it declares no prompts."""
@@ -241,7 +241,7 @@ def mcp_prompt(
                                         show_default=False)],
     arg: Annotated[list[str] | None, typer.Option(
         "--arg", metavar="K=V", help="One argument of the prompt; repeat for more.")] = None,
-    as_json: _JSON = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Print prompt NAME of SERVER rendered with the given arguments (prompts/get): its
     messages, role by role. Nothing is recorded and nothing reaches an agent. Exit 1 when the server
@@ -284,7 +284,7 @@ def mcp_login(
     timeout: Annotated[float, typer.Option(
         "--timeout", metavar="SECONDS", min=1.0,
         help="How long to wait for the browser's redirect.")] = 300.0,
-    as_json: _JSON = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Sign in to the HTTP server SERVER of CONFIG (default: agentloom.yaml in this folder) with
     OAuth 2.1 (authorization code + PKCE, metadata
@@ -342,12 +342,12 @@ def mcp_login(
 @mcp_app.command("import-claude")
 def mcp_import_claude(
     source: Annotated[Path, typer.Argument(
-        metavar="MCP_JSON", show_default=False,
+        metavar="MCPJsonOpt", show_default=False,
         help="A Claude Code .mcp.json (or Claude Desktop config) with an mcpServers object.")],
     write: Annotated[Path | None, typer.Option(
         "--write", metavar="CONFIG", help="Add the servers to this config file's mcp_servers "
         "in place (else the YAML is printed).")] = None,
-    as_json: _JSON = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Convert the mcpServers of a Claude Code .mcp.json into mcp_servers entries: stdio
     servers (command, args, env) and Streamable HTTP ones (type http, url, headers), ${VAR} and
