@@ -22,6 +22,13 @@ First both sides run **side by side**: both connections open, timed in alternati
 alike (the first call of a block, which follows the other side's block, is not timed). Then
 each side runs in its own loop, one after the other, as below.
 
+A third side alternates with them: the **durability floor**, what any recorder that keeps the
+promise "a call cut off by a crash is never sent again, even after a power loss" must add to
+the bare call, with nothing else: one synced SQLite commit of a one-row intent before the call
+(WAL, ``synchronous=FULL``, as AgentLoom's store) and one unsynced commit of its result after
+it, on a second bare connection to its own server process. Its ratio to the bare call is what
+no pipeline can go below on this disk; AgentLoom's ratio above it is AgentLoom's own work.
+
 Printed: the median and p95 per call of each side, the ratio of the medians (target ≤ 1.5×),
 and how many server processes the AgentLoom run opened for its calls (target: 1). To tell
 AgentLoom's own work from the disk's, the AgentLoom loop also runs with the SQLite file on tmpfs
@@ -86,6 +93,41 @@ def _loom_call(kernel: Any, ctx: Any) -> Call:
     async def call(i: int) -> None:
         result = await kernel.bus.request("mcp__lab__echo", {"text": f"hi {i}"}, ctx)
         assert result.outcome == "succeeded", result
+    return call
+
+
+class Floor:
+    """The durability floor's record (see the module docstring): a SQLite file in WAL mode,
+    one row per call, its intent committed synced before the call and its result unsynced
+    after it — the store's two commits of a side-effecting call, each of one row."""
+
+    def __init__(self, path: Path) -> None:
+        import sqlite3
+
+        self.db = sqlite3.connect(path, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("CREATE TABLE calls (call_id INTEGER PRIMARY KEY, status TEXT NOT NULL, "
+                        "data TEXT NOT NULL)")
+
+    def commit(self, sql: str, params: tuple[Any, ...], *, sync: bool) -> None:
+        self.db.execute(f"PRAGMA synchronous={'FULL' if sync else 'NORMAL'}")
+        self.db.execute("BEGIN IMMEDIATE")
+        self.db.execute(sql, params)
+        self.db.execute("COMMIT")
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _floor_call(call_tool: Any, floor: Floor) -> Call:
+    async def call(i: int) -> None:
+        arguments = {"text": f"hi {i}"}
+        floor.commit("INSERT INTO calls VALUES (?, 'started', ?)", (i, json.dumps(arguments)),
+                     sync=True)
+        result = await call_tool("echo", arguments)
+        assert not result.is_error, result
+        floor.commit("UPDATE calls SET status = 'succeeded', data = ? WHERE call_id = ?",
+                     (result.model_dump_json(), i), sync=False)
     return call
 
 
@@ -187,16 +229,17 @@ async def agentloom(calls: int, folder: Path, store: str | None = None) -> dict[
         await rt.aclose()
 
 
-async def _alternate(bare_call: Call, loom_call: Call, calls: int, sends: SendTimer,
-                     bare_samples: list[float], loom_samples: list[float]) -> None:
-    """Warm both connections, then time alternating blocks of calls (``side_by_side``)."""
-    for i in range(WARMUP):  # both connections open and warm
-        await bare_call(i)
-        await loom_call(i)
+async def _alternate(sides: list[tuple[Call, list[float]]], loom_call: Call, calls: int,
+                     sends: SendTimer) -> None:
+    """Warm every connection, then time alternating blocks of calls, one block of each side
+    in turn, until each has ``calls`` samples (``side_by_side``)."""
+    for i in range(WARMUP):  # every connection open and warm
+        for call, _ in sides:
+            await call(i)
     sends.durations.clear()
-    n = 0
-    while len(loom_samples) < calls:
-        for call, samples in ((bare_call, bare_samples), (loom_call, loom_samples)):
+    n = WARMUP
+    while len(sides[0][1]) < calls:
+        for call, samples in sides:
             for k in range(BLOCK + 1):
                 # the SDK's round trips of the timed AgentLoom calls only
                 sends.on = call is loom_call and k > 0
@@ -207,33 +250,41 @@ async def _alternate(bare_call: Call, loom_call: Call, calls: int, sends: SendTi
 
 
 async def side_by_side(calls: int, folder: Path, store: str | None = None) -> dict[str, Any]:
-    """The bare ``mcp.Client`` and AgentLoom on SQLite, both open at once (one server process
-    each), timed in alternating blocks of ``BLOCK`` back-to-back calls: a drift of the machine
-    during the run (other tenants, the disk) falls on both sides alike, and each side's calls
-    inside a block are as tight as in its own loop. The first call of each block is not timed
-    (it follows the other side's block). ``store``: AgentLoom's store (default: a SQLite file
-    in ``folder``)."""
+    """The bare ``mcp.Client``, AgentLoom on SQLite and the durability floor, all open at
+    once (one server process each), timed in alternating blocks of ``BLOCK`` back-to-back
+    calls: a drift of the machine during the run (other tenants, the disk) falls on every side
+    alike, and each side's calls inside a block are as tight as in its own loop. The first call
+    of each block is not timed (it follows another side's block). ``store``: AgentLoom's store
+    (default: a SQLite file in ``folder``); the floor's file is in ``folder`` too."""
     rt = _runtime(folder, store)
     params = StdioServerParameters(command=sys.executable, args=[str(LAB)])
     bare_samples: list[float] = []
     loom_samples: list[float] = []
+    floor_samples: list[float] = []
+    floor = Floor(folder / "floor.db")
     try:
         kernel = rt.kernel
         lease = await kernel.start_run()
         loom_call = _loom_call(kernel, kernel.invocation_context(lease, release_id=rt.release_id))
         with timing_sends() as sends:
-            async with Client(params, mode="legacy") as client:
-                await _alternate(_bare_call(client.call_tool), loom_call, calls, sends,
-                                 bare_samples, loom_samples)
+            async with Client(params, mode="legacy") as client, \
+                    Client(params, mode="legacy") as floor_client:
+                await _alternate([(_bare_call(client.call_tool), bare_samples),
+                                  (loom_call, loom_samples),
+                                  (_floor_call(floor_client.call_tool, floor), floor_samples)],
+                                 loom_call, calls, sends)
         opened = kernel.mcp_sessions.opened
         await kernel.end_run(lease, "succeeded")
     finally:
+        floor.close()
         await rt.aclose()
-    bare, loom = _summary(bare_samples), _summary(loom_samples)
-    return {"bare": bare, "agentloom": loom, "block": BLOCK, "processes": opened,
+    bare, loom, floored = (_summary(s) for s in (bare_samples, loom_samples, floor_samples))
+    return {"bare": bare, "agentloom": loom, "floor": floored, "block": BLOCK,
+            "processes": opened,
             "agentloom_calls": WARMUP + len(loom_samples) // BLOCK * (BLOCK + 1),
             "send_median_us": statistics.median(sends.durations) * 1e6,
-            "ratio": loom["median_us"] / bare["median_us"]}
+            "ratio": loom["median_us"] / bare["median_us"],
+            "floor_ratio": floored["median_us"] / bare["median_us"]}
 
 
 def disk_sync_us(folder: Path, commits: int = 200) -> float:
@@ -299,11 +350,15 @@ def main() -> int:
     print(f"  ratio of medians                   {paired['ratio']:.2f}×   (target ≤ {TARGET_RATIO}×)")
     print(f"    of which the SDK's send_request  median {paired['send_median_us']:9,.1f} µs   "
           "(the same round trip, inside AgentLoom's call)")
+    print(f"  durability floor (SQLite)          median {paired['floor']['median_us']:9,.1f} µs   "
+          f"ratio {paired['floor_ratio']:.2f}×   (the bare call between a synced one-row "
+          "commit and an unsynced one)")
     for name, side in (("SQLite file on tmpfs", tmpfs), ("memory store", memory)):
         if side is not None:
             print(f"  AgentLoom, {name:22}  median {side['agentloom']['median_us']:9,.1f} µs   "
                   f"ratio {side['ratio']:.2f}×   (bare beside it "
-                  f"{side['bare']['median_us']:,.0f} µs)")
+                  f"{side['bare']['median_us']:,.0f} µs; the floor beside it "
+                  f"{side['floor_ratio']:.2f}×)")
     print(f"  one disk sync of a SQLite commit   {sync_us:9,.1f} µs   (one per side-effecting "
           "call: its intent, before the server is called)")
     print(f"  server processes for AgentLoom's {paired['agentloom_calls']} calls  "
