@@ -251,6 +251,49 @@ def test_hook_functions_name_the_ref_key_of_a_hook_that_does_not_import(
     assert expected.format(m=module_name) in str(caught.value)
 
 
+def test_hook_modules_of_one_name_in_two_config_folders_are_each_imported_from_their_own_folder(
+    tmp_path: Path, module_name: str
+) -> None:
+    """Two configs in one process, each with its own ``<name>.py`` beside it (as two projects'
+    ``guards.py``): each gets the functions of its own file, never the first one imported;
+    the first config's functions stay as they were resolved."""
+    configs = []
+    for project, reason in (("one", "first project"), ("two", "second project")):
+        folder = tmp_path / project
+        folder.mkdir()
+        write(folder, f"def guard(event):\n    return {{'decision': 'deny', 'reason': {reason!r}}}\n"
+              + ("def only_here(event):\n    return None\n" if project == "two" else ""),
+              f"{module_name}.py")
+        hook = "guard" if project == "one" else "only_here"
+        configs.append(load_config(write(
+            folder, "version: 1\nagents:\n  main:\n    model: {builtin: test}\n    hooks:\n"
+            f"      - {{timing: before, handler: {{ref: '{module_name}:guard'}}}}\n"
+            f"      - {{timing: before, handler: {{ref: '{module_name}:{hook}'}}}}\n")))
+
+    first = hook_functions(configs[0])
+    second = hook_functions(configs[1])  # a name the first file lacks: its own file is read
+
+    assert first[f"{module_name}:guard"](None)["reason"] == "first project"
+    assert second[f"{module_name}:guard"](None)["reason"] == "second project"
+    assert second[f"{module_name}:only_here"](None) is None
+    assert Path(sys.modules[module_name].__file__ or "").parent == tmp_path / "two"
+
+
+def test_a_config_module_never_replaces_an_installed_or_standard_module(tmp_path: Path) -> None:
+    """A ``json.py`` beside a config does not push the standard library's ``json`` out of a
+    process that has imported it: the ref resolves against the module already imported."""
+    import json
+
+    write(tmp_path, "def dumps(value):\n    return 'shadowed'\n", "json.py")
+    config = load_config(write(
+        tmp_path, "version: 1\nagents:\n  main:\n    model: {builtin: test}\n    hooks:\n"
+        "      - {timing: before, handler: {ref: 'json:dumps'}}\n"))
+
+    functions = hook_functions(config)
+
+    assert functions["json:dumps"] is json.dumps and sys.modules["json"] is json
+
+
 # -- retry ---------------------------------------------------------------------------------------
 
 

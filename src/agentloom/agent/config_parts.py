@@ -21,6 +21,7 @@ import functools
 import importlib
 import os
 import sys
+import sysconfig
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -484,10 +485,40 @@ def _importable_from(folder: Path) -> Iterator[None]:
             sys.path.remove(entry)
 
 
+def _own_module(module_name: str, folder: Path) -> None:
+    """Make ``import module_name`` find ``folder``'s own module when ``folder`` has one (its
+    ``<top>.py`` or ``<top>/__init__.py``) and a module of that name is already imported from
+    another folder of user code: the earlier one (e.g. another config's ``guards.py`` in this
+    process) is forgotten, with its submodules, so each config gets the code beside it. What
+    was resolved from the earlier one is kept by whoever resolved it (a built runtime holds
+    its functions). The standard library and installed packages are never forgotten."""
+    top = module_name.partition(".")[0]
+    loaded = sys.modules.get(top)
+    origin = getattr(loaded, "__file__", None)
+    if not origin:
+        return
+    own = next((p for p in (folder / f"{top}.py", folder / top / "__init__.py") if p.is_file()),
+               None)
+    here = Path(origin).resolve()
+    if own is None or here == own.resolve() or any(
+            here.is_relative_to(root) for root in _installed_roots()):
+        return
+    for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+        del sys.modules[name]
+
+
+@functools.cache
+def _installed_roots() -> tuple[Path, ...]:
+    """Where the standard library and installed packages live (never user code to forget)."""
+    paths = sysconfig.get_paths()
+    return tuple({Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
 def _import(ref: str, where: str, folder: Path) -> Any:
     module_name, _, attr = ref.partition(":")
     with _importable_from(folder):
         try:
+            _own_module(module_name, folder)
             module = importlib.import_module(module_name)
         except Exception as exc:  # user code: any failure at import is a config problem
             raise ConfigError(
