@@ -123,6 +123,10 @@ class CommitPath:
         await self.write(ctx, ops, sync=sync)
         if state is not None:
             state.unsaved, state.deferred = False, []
+            if not state.stored:
+                state.stored = any(op.table == "operations"
+                                   and op.row.get("operation_id") == state.operation_id
+                                   for op in ops)
 
     async def write(self, ctx: InvocationContext, ops: list[Op], *, sync: bool = True) -> None:
         """Commit ``ops`` (after the calls carried for ``ctx``'s invocation) as one write set,

@@ -80,6 +80,9 @@ class OperationState:
     # Call.execute); ``deferred`` holds the ops waiting for it
     unsaved: bool = False
     deferred: list[Any] = field(default_factory=list, repr=False, compare=False)
+    # the row is in the store (read from it, or committed by ``CommitPath.commit``): a later
+    # row names only what a phase changes (see ``row``)
+    stored: bool = field(default=False, repr=False, compare=False)
     # the parts' texts and stored forms: valid while a part is that very object
     _parts: PartCache = field(default_factory=PartCache, repr=False, compare=False)
 
@@ -102,19 +105,27 @@ class OperationState:
 
     def row(self, *, new: bool = False) -> Put | Insert:
         """The operations row; ``new`` makes it an Insert, so a second operation with the same
-        ``(run_id, logical_key)`` is refused by the store instead of overwriting the first."""
+        ``(run_id, logical_key)`` is refused by the store instead of overwriting the first.
+        Once the row is ``stored``, a later row (a Put of it) names only what a phase
+        changes: the columns fixed when the operation was created (run, logical key,
+        capability, event type, creation time; the unique ``(run_id, logical_key)`` among them)
+        are left as they are, so SQLite does not rewrite their index at every phase. Before,
+        a Put names every column (a call refused before its intent was committed is written
+        by its terminal Put)."""
         outcome = self.envelope["outcome"] if self.envelope else None
-        return (Insert if new or self.unsaved else Put)(
+        insert = new or self.unsaved
+        return (Insert if insert else Put)(
             "operations",
             {
                 "operation_id": self.operation_id,
-                "run_id": self.run_id,
-                "logical_key": self.logical_key,
-                "capability_key": self.capability_key,
-                "event_type": self.event_type,
+                **({} if self.stored and not insert else {
+                    "run_id": self.run_id,
+                    "logical_key": self.logical_key,
+                    "capability_key": self.capability_key,
+                    "event_type": self.event_type,
+                    "created_at": self.created_at}),
                 "phase": self.phase,
                 "outcome": outcome,
-                "created_at": self.created_at,
                 "updated_at": time.time(),
                 "data": self.encoded({
                     "request": self.request if self.stored_request is None
@@ -173,6 +184,7 @@ class OperationState:
             result=loaded["result"],
             envelope=data.get("envelope"),
             created_at=row["created_at"],
+            stored=True,
             _parts=parts,
         )
 

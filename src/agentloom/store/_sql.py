@@ -515,6 +515,8 @@ def coalesced(ops: Sequence[WriteOp]) -> Sequence[WriteOp]:
     so its conflict is still reported."""
     if len(ops) < 2 or any(isinstance(op, Delete) for op in ops):
         return ops  # a Delete between two writes of a row: keep them apart, in order
+    if len({op.table for op in ops}) == len(ops):
+        return ops  # one op a table (a call's commit): no two of them write the same row
     out: list[Op] = []
     index: dict[tuple[str, tuple[Any, ...]], int] = {}
     for op in ops:
