@@ -96,3 +96,23 @@ def test_i21_a_tool_naming_a_command_not_exposed_or_missing_is_a_config_error(
     with pytest.raises(ConfigError) as refused:
         load_config(config)
     assert "no command named 'disk.wype'" in str(refused.value)
+
+
+async def test_i21_two_projects_in_one_process_run_each_its_own_handler_module(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both projects keep their handlers in a ``my_commands.py`` of their own (whose effects
+    log sits beside it): each runtime runs its own project's file, not the one imported
+    first in this process."""
+    monkeypatch.delitem(sys.modules, "my_commands", raising=False)
+    logged = {}
+    for name in ("first", "second"):
+        config = _project(tmp_path / name)
+        runtime = runtime_from_config(load_config(config), store=f"sqlite:///{tmp_path / name}.db")
+        try:
+            result = await (await runtime.start("move the meeting and wipe d1")).result()
+        finally:
+            await runtime.aclose()
+        assert result.status == "succeeded", result.error
+        logged[name] = effects(tmp_path / name)
+    assert [len(lines) for lines in logged.values()] == [1, 1]
+    assert all(lines[0].startswith("move friday ") for lines in logged.values())

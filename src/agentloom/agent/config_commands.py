@@ -25,6 +25,7 @@ from dataclasses import replace
 from agentloom.agent.command_receipts import StoreReceiptLog
 from agentloom.agent.commands import CommandToolHandler, PipelineCommandExecutor, command_spec
 from agentloom.agent.config_entries import tool_entries
+from agentloom.agent.config_parts import user_code
 from agentloom.agent.runtime import Runtime
 from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.catalog import CapabilitySpec
@@ -99,7 +100,7 @@ def bind_commands(runtime: Runtime, config: Config, bound: BoundCommands) -> Non
     executions are recorded operations in each principal's ``@commands`` run, ended when the
     runtime closes)."""
     registry = CommandRegistry.from_config(config.commands)
-    executor = PipelineCommandExecutor(runtime.kernel, registry)
+    executor = PipelineCommandExecutor(runtime.kernel, registry, resolve=user_code(config))
     bound.bus = CommandBus(registry, executor, StoreReceiptLog(runtime.store,
                                                               runtime.kernel.coordinator))
     bound.runtime = runtime

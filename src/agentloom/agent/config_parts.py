@@ -91,6 +91,7 @@ __all__ = [
     "retry_policy",
     "sdk_tools",
     "think_params",
+    "user_code",
     "workflow_tools",
 ]
 
@@ -512,6 +513,13 @@ def _installed_roots() -> tuple[Path, ...]:
     """Where the standard library and installed packages live (never user code to forget)."""
     paths = sysconfig.get_paths()
     return tuple({Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def user_code(config: Config) -> Callable[[str], Any]:
+    """What ``module:attr`` names, imported as the configuration's other user code is (the
+    config file's folder first on ``sys.path``; its own module, not another config's of the
+    same name): for parts resolved after the build, e.g. command handlers."""
+    return lambda ref: _import(ref, ref, config.base_dir)
 
 
 def _import(ref: str, where: str, folder: Path) -> Any:

@@ -22,7 +22,7 @@ import typer
 
 from agentloom.agent.command_receipts import StoreReceiptLog
 from agentloom.agent.commands import PipelineCommandExecutor, RecordedCommands
-from agentloom.agent.config_parts import hook_functions, hook_specs
+from agentloom.agent.config_parts import hook_functions, hook_specs, user_code
 from agentloom.agent.configured import store_url_for
 from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, UsageFailure
 from agentloom.cli.options import BesideStoreOpt, ConfigOpt, JsonOpt, StoreOpt
@@ -70,7 +70,7 @@ async def configured_bus(config: Config, store: str | None) -> AsyncIterator[Con
                     workspace_root=config.workspace_root())
     try:
         registry = CommandRegistry.from_config(config.commands)
-        executor = PipelineCommandExecutor(kernel, registry)
+        executor = PipelineCommandExecutor(kernel, registry, resolve=user_code(config))
         bus = CommandBus(registry, executor, StoreReceiptLog(kernel.store,
                                                              kernel.coordinator))
         try:
