@@ -71,3 +71,31 @@ async def test_s9_after_hooks_run_only_after_a_synced_raw_result(make: Any, stor
     assert (await h.call({"text": "x"})).outcome == "succeeded"
     raw_saved = [c for c in seen if "hooks_after" in c["phases"]]
     assert raw_saved and all(c["sync"] for c in raw_saved), seen
+
+
+async def test_s9_a_stored_operations_later_rows_name_only_what_a_phase_changes(
+    make: Any, store_url: str,
+) -> None:
+    """The intent writes the whole operations row; every later row of the same call (its
+    result) names only the columns a phase changes, so the store never rewrites the unique
+    ``(run_id, logical_key)`` index after the intent. The row read back is whole."""
+    h = await make()
+    written: list[tuple[str, set[str]]] = []
+    store = h.kernel.store
+    commit_many = store.commit_many
+
+    def recording(batch: Any) -> Any:
+        written.extend((type(op).__name__, set(op.row)) for ws in batch for op in ws.ops
+                       if op.table == "operations")
+        return commit_many(batch)
+
+    store.commit_many = recording  # type: ignore[method-assign]
+    result = await h.call({"text": "once"})
+
+    assert result.outcome == "succeeded"
+    fixed = {"run_id", "logical_key", "capability_key", "event_type", "created_at"}
+    (first_kind, first), *later = written
+    assert first_kind == "Insert" and fixed <= first
+    assert later and all(kind == "Put" and not (fixed & columns) for kind, columns in later)
+    (row,) = store.query("operations", {"run_id": h.lease.run_id})
+    assert row["phase"] == "delivered" and row["logical_key"] and row["capability_key"]
