@@ -7,30 +7,18 @@ by the bench, never asserted here; the figures come from running ``python bench/
 
 from __future__ import annotations
 
-import importlib.util
 import sqlite3
-import sys
 from pathlib import Path
-from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[2]
-BENCH = ROOT / "bench" / "mcp.py"
+from tests.bench.loader import load_bench
+
 CALLS = 20
-
-
-def _bench_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("agentloom_bench_mcp", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 async def test_issue15_6_side_by_side_every_side_calls_one_server_process_and_the_floor_commits_each_call(
     tmp_path: Path,
 ) -> None:
-    bench = _bench_module()
+    bench = load_bench("mcp.py")
 
     report = await bench.side_by_side(CALLS, tmp_path)
 

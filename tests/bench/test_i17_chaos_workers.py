@@ -7,7 +7,6 @@ bench itself. The checkers are shown not to be vacuous on hand-made evidence."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,15 +15,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from tests.bench.loader import load_bench
 from tests.conftest import PG_BASE, require_pg
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "chaos_workers.py"
-_spec = importlib.util.spec_from_file_location("agentloom_bench_chaos_workers", BENCH)
-assert _spec is not None and _spec.loader is not None
-bench = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = bench  # its dataclasses look their module up there
-_spec.loader.exec_module(bench)
+bench = load_bench("chaos_workers.py")
 
 BENCH_TIMEOUT_S = 90
 

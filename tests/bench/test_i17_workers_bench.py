@@ -5,7 +5,6 @@ printed, never asserted. The full figures come from running the bench itself."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -14,15 +13,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from tests.bench.loader import load_bench
 from tests.conftest import PG_BASE, require_pg
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "workers.py"
-_spec = importlib.util.spec_from_file_location("agentloom_bench_workers", BENCH)
-assert _spec is not None and _spec.loader is not None
-workers_bench = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = workers_bench  # its dataclass looks its module up there
-_spec.loader.exec_module(workers_bench)
+workers_bench = load_bench("workers.py")
 
 pytestmark = pytest.mark.postgres
 RUNS = 20

@@ -6,7 +6,6 @@ order; timings are printed, never asserted. The full figures come from running t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,15 +16,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from tests.bench.loader import load_bench
 from tests.conftest import PG_BASE, require_pg
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "host.py"
-_spec = importlib.util.spec_from_file_location("agentloom_bench_host", BENCH)
-assert _spec is not None and _spec.loader is not None
-host_bench = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = host_bench  # its dataclasses look their module up there
-_spec.loader.exec_module(host_bench)
+host_bench = load_bench("host.py")
 
 TIMEOUT_S = 600
 EVENTS_PER_RUN = 12  # run.started, 3 model calls and 2 tool calls (2 each), run.finished

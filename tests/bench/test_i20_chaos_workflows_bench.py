@@ -7,7 +7,6 @@ running the bench itself. The checker is shown not to be vacuous on doctored evi
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -18,17 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.bench.loader import load_bench
 from tests.conftest import PG_BASE, require_pg
 
 pytestmark = pytest.mark.kill
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "chaos_workflows.py"
-_spec = importlib.util.spec_from_file_location("agentloom_bench_chaos_workflows", BENCH)
-assert _spec is not None and _spec.loader is not None
-bench = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = bench  # its dataclasses look their module up there
-_spec.loader.exec_module(bench)
+bench = load_bench("chaos_workflows.py")
 
 TIMEOUT_S = 240
 

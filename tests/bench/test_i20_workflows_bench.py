@@ -6,7 +6,6 @@ timings are printed, never asserted. The full figures come from running the benc
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from tests.bench.loader import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "workflows.py"
@@ -25,16 +25,7 @@ pytest.importorskip("langgraph.checkpoint.sqlite", reason="the bench extra (Lang
 
 def _bench_module() -> ModuleType:
     """The bench as a module (its ``peers`` helpers import from bench/, as when it runs)."""
-    sys.path.insert(0, str(BENCH.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("agentloom_bench_workflows", BENCH)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH.parent))
+    return load_bench("workflows.py", bench_on_path=True)
 
 
 def test_i20_5_workflows_bench_prints_both_sides_the_ratio_and_constant_bytes_per_node(

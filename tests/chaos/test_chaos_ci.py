@@ -6,17 +6,13 @@ The full figures (≥ 300 kills on SQLite and on PostgreSQL) come from running t
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from tests.bench.loader import load_bench
 from tests.conftest import require_pg
 
-_BENCH = Path(__file__).resolve().parents[2] / "bench" / "chaos.py"
-_spec = importlib.util.spec_from_file_location("agentloom_bench_chaos", _BENCH)
-assert _spec is not None and _spec.loader is not None
-chaos = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(chaos)
+chaos = load_bench("chaos.py")
 
 pytestmark = pytest.mark.kill
 

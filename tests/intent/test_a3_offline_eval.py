@@ -3,25 +3,16 @@ and never falsely executes a dangerous action — rules only, and rules + the sc
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
-from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "intent_eval.py"
+from tests.bench.loader import load_bench
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("intent_eval_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("intent_eval.py")
 
 
 def test_a3_the_set_has_200_labelled_utterances_of_every_kind_the_issue_names(bench: ModuleType) -> None:

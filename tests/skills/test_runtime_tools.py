@@ -6,11 +6,11 @@ PostgreSQL with the scripted model; no sandbox needed (no ``exec`` call)."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
+from tests.bench.loader import load_bench
 from typer.testing import CliRunner
 
 from agentloom.agent.configured import runtime_from_config
@@ -18,8 +18,6 @@ from agentloom.cli.main import app
 from agentloom.config import load_config
 
 from .support import write_skill
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "skills.py"
 
 
 def cli_json(*args: str) -> Any:
@@ -100,10 +98,7 @@ def test_issue16_allowed_tools_intersect_and_disallowed_tools_remove_never_grant
 
 
 def test_issue16_bench_200_skills_add_at_most_2_kb_per_10_skills_and_no_body() -> None:
-    spec = importlib.util.spec_from_file_location("bench_skills", BENCH)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("skills.py")
 
     result = bench.measure(200)
 
