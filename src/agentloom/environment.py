@@ -31,6 +31,7 @@ from agentloom.sandbox import (
     sandbox_identity,
 )
 from agentloom.sandbox.ports import SandboxBackend
+from agentloom.sandbox.reach import workspace_root_for
 from agentloom.store import Store
 from agentloom.store.ports import Fence, Insert, Put
 from agentloom.tools.builtin.exec import ExecHandler, exec_spec
@@ -62,7 +63,9 @@ class RunEnvironment:
         sandbox_backend: SandboxBackend = "auto",
         notify: Notifier | None = None,
     ) -> None:
-        self.root = Path(root).absolute()
+        # Where commands reach it: as root without a mount namespace, a root below a folder
+        # the sandbox uid cannot search is moved (``sandbox.reach.workspace_root_for``).
+        self.root = workspace_root_for(Path(root), confined=sandbox_backend != "none")
         self.policy = policy or EnvironmentPolicy()
         self.sandbox_backend: SandboxBackend = sandbox_backend
         # As root, commands run as the sandbox uid, which owns what it may write.

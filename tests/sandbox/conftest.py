@@ -25,14 +25,21 @@ from agentloom.sandbox import (
     SandboxScope,
     landlock_available,
     make_gateway,
+    sandbox_identity,
 )
+from agentloom.sandbox.reach import can_make_mount_namespace
 
 OWNER = BusinessOwner(operation_id="op-test", attempt_no=1)
 
 
 def require_bwrap() -> None:
+    """Skip where bubblewrap is missing; fail under ``CI``, which installs it, unless the
+    suite runs in a test shape that hides it (``tests/shapes/launcher.py``)."""
     if shutil.which("bwrap"):
         return
+    shape = os.environ.get("AGENTLOOM_TEST_SHAPE")
+    if shape in ("no-bwrap", "container"):
+        pytest.skip(f"bubblewrap is hidden in the {shape!r} test shape")
     if os.environ.get("CI"):
         pytest.fail(
             "bubblewrap is not installed and CI must run the sandbox suite (apt-get install -y bubblewrap)"
@@ -68,8 +75,19 @@ def confined_gateway(
 
 
 def searchable(path: Path) -> None:
-    """Let the sandbox uid pass through ``path`` and the test folders above it (as root,
-    bubblewrap runs as that uid and finds the work folder by path; pytest's are 0700)."""
+    """Let the sandbox uid pass through ``path`` and the test folders above it, where it
+    must: a root runtime that cannot make a mount namespace (the ``container`` shape) runs
+    commands at the host's paths, and pytest's folders are 0700. Where root can, nothing is
+    changed: the sandbox binds what it needs (``sandbox.reach``), and the tests prove it."""
+    if os.geteuid() != 0 or can_make_mount_namespace():
+        return
+    open_to_others(path)
+
+
+def open_to_others(path: Path) -> None:
+    """Let any uid pass through ``path`` and the test folders above it (``o+x``): for what
+    must be reached by path from outside any sandbox view (a fake ``bwrap`` the sandbox uid
+    runs, a file another local user tries)."""
     if os.geteuid() != 0:
         return
     base = Path("/tmp").resolve()
@@ -97,16 +115,27 @@ def shell_gateway(
 
 @pytest.fixture
 def work_dir(tmp_path: Path) -> Path:
+    """A run's work folder as the workspace package makes it: the sandbox uid's, ``0700``."""
     path = tmp_path / "work"
-    path.mkdir()
+    path.mkdir(mode=0o700)
+    if (identity := sandbox_identity()) is not None:
+        os.chown(path, *identity)
     searchable(tmp_path)
     return path
 
 
-def sandbox_path(gateway: SandboxGateway, work_dir: Path) -> str:
-    """The work folder as a command sees it: ``/work`` under bubblewrap, its host path
-    under Landlock (no mount namespace)."""
-    return "/work" if gateway.sandbox_mode == "bubblewrap" else str(work_dir)
+def view_of(backend: str) -> str:
+    """The view a gateway of ``backend`` made here gives its commands (``SandboxView``)."""
+    if backend == "bubblewrap" or (backend == "landlock" and os.geteuid() == 0
+                                   and can_make_mount_namespace()):
+        return "namespace"
+    return "host"
+
+
+def sandbox_path(gateway: BubblewrapGateway | LandlockGateway | SandboxHandle, work_dir: Path) -> str:
+    """The work folder as a command sees it: ``/work`` in a namespace view (bubblewrap;
+    Landlock as root with a mount namespace), its host path otherwise."""
+    return "/work" if gateway.view == "namespace" else str(work_dir)
 
 
 def scope_for(
@@ -117,6 +146,7 @@ def scope_for(
         run_id=run_id or new_id(),
         work_dir=work_dir,
         readonly_mounts=readonly_mounts,
+        managed=True,
     )
 
 

@@ -19,6 +19,7 @@ from tests.sandbox.conftest import (
     require_landlock,
     run_command,
     scope_for,
+    open_to_others,
     searchable,
     text,
 )
@@ -49,7 +50,7 @@ def broken_bwrap(folder: Path) -> str:
     path.write_text('#!/bin/sh\n[ "$1" = --version ] && { echo "bubblewrap 0.8.0"; exit 0; }\n'
                     'echo "bwrap: No permissions to create new namespace" >&2; exit 1\n')
     path.chmod(0o755)
-    searchable(folder)
+    open_to_others(folder)  # the sandbox uid runs it by its path
     return str(path)
 
 

@@ -26,6 +26,7 @@ EXPECTED = {
     "SandboxHandle",
     "SandboxMode",
     "SandboxScope",
+    "SandboxView",
     "StreamCapture",
     "UnsandboxedGateway",
     "build_environment",
@@ -33,6 +34,7 @@ EXPECTED = {
     "make_gateway",
     "reclaim_spools",
     "sandbox_identity",
+    "scratch_folder",
 }
 
 

@@ -28,9 +28,12 @@ from tests.sandbox.conftest import (
     processes_with,
     require_backend,
     run_command,
+    sandbox_path,
+    open_to_others,
     scope_for,
     searchable,
     text,
+    view_of,
 )
 
 from agentloom.sandbox import (
@@ -68,7 +71,7 @@ async def test_hardening_a_setuid_binary_left_in_the_workspace_gives_another_use
 ) -> None:
     gateway = confined_gateway(backend, policy(), tmp_path / "out")
     handle = await gateway.ensure(scope_for(work_dir), None, 1)
-    w = "/work" if backend == "bubblewrap" else str(work_dir)
+    w = sandbox_path(gateway, work_dir)
     script = textwrap.dedent(f"""
         cp /usr/bin/python3 {w}/p && chmod 4755 {w}/p; echo "chmod=$?"
         python3 -c "import os; os.close(os.open('{w}/q', os.O_CREAT | os.O_WRONLY, 0o6777))"
@@ -100,6 +103,7 @@ def check_nothing_to_escalate_with(work_dir: Path, tmp_path: Path) -> None:
     # Even handed the binary directly (a link outside the 0700 folder), it is no root.
     exposed = tmp_path / "exposed"
     exposed.mkdir(mode=0o755)
+    open_to_others(exposed)
     os.link(work_dir / "p", exposed / "p")
     direct = subprocess.run([str(exposed / "p"), "-c", "import os; print('euid', os.geteuid())"],
                             user=OTHER_USER, group=OTHER_USER, extra_groups=[], capture_output=True,
@@ -162,7 +166,7 @@ async def test_hardening_writing_past_the_file_size_limit_fails(
 ) -> None:
     gateway = confined_gateway(backend, policy(max_file_bytes=1 << 20), tmp_path / "out")
     handle = await gateway.ensure(scope_for(work_dir), None, 1)
-    w = "/work" if backend == "bubblewrap" else str(work_dir)
+    w = sandbox_path(gateway, work_dir)
     result = await run_command(gateway, handle, ExecCommand(
         shell_script=f"head -c 3000000 /dev/zero > {w}/big; echo rc=$?"))
     assert "rc=0" not in text(result)
@@ -222,7 +226,7 @@ def test_hardening_sigkill_of_the_runtime_kills_its_commands_within_a_second(
         require_backend(which)
     searchable(tmp_path)
     token = f"600.{time.time_ns() % 10**9:09d}"
-    w = "/work" if which == "bubblewrap" else str(work_dir)
+    w = "/work" if which != "none" and view_of(which) == "namespace" else str(work_dir)
     # A child that beats every 50 ms, a setsid grandchild that sleeps: both must go.
     script = (f"(setsid sleep {token} &); "
               f"while true; do echo 1 > {w}/beat; sleep 0.05; done")

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.sandbox.conftest import require_bwrap, run_command, scope_for, searchable, text
+from tests.sandbox.conftest import open_to_others, require_bwrap, run_command, scope_for, text
 
 from agentloom.sandbox import (
     BubblewrapGateway,
@@ -99,7 +99,7 @@ def _staging_refused_bwrap(folder: Path) -> str:
         'echo "bwrap: Creating new namespace failed: Operation not permitted" >&2; exit 1;; esac\n'
         f'exec {real} "$@"\n')
     path.chmod(0o755)
-    searchable(folder)
+    open_to_others(folder)  # the sandbox uid runs it by its path
     return str(path)
 
 
@@ -117,7 +117,7 @@ async def test_s7_2_where_root_cannot_stage_bubblewrap_starts_directly_and_says_
     fake = _staging_refused_bwrap(tools)
     reachable = tmp_path / "reachable"
     reachable.mkdir()
-    searchable(reachable)
+    open_to_others(reachable)  # bubblewrap started directly finds it by path
     with caplog.at_level(logging.WARNING, logger="agentloom.sandbox"):
         gateway = make_gateway(EnvironmentPolicy(allow_shell=True), backend="bubblewrap",
                                output_dir=reachable / "out", bwrap=fake)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.sandbox.conftest import searchable
+from tests.sandbox.conftest import open_to_others
 
 from agentloom import Kernel
 from agentloom.agent import AgentSpec, Runtime
@@ -211,7 +211,7 @@ def test_i11_6_folders_their_owner_made_unreadable_are_deleted_all_the_same(tmp_
     base = tmp_path / "owned"
     base.mkdir()
     if os.geteuid() == 0:
-        searchable(tmp_path)
+        open_to_others(tmp_path)  # the child below reaches it as uid 65534
         os.chown(base, 65534, 65534)
     ran = subprocess.run([sys.executable, "-c", UNREADABLE, str(base)], capture_output=True,
                          text=True, check=False, timeout=60)

@@ -24,6 +24,7 @@ from agentloom.config.model import HookConfig
 from agentloom.config.skills import SkillHooksConfig
 from agentloom.errors import ConfigError
 from agentloom.hooks.claude import ClaudeImportError, import_events
+from agentloom.sandbox.reach import workspace_root_for
 from agentloom.skills.hooks import SkillHookSource, skill_hook_id_prefix
 from agentloom.skills.hooks import skill_hook_sources as sources_in_store
 from agentloom.store import open_store
@@ -44,7 +45,9 @@ def skill_hook_sources(config: Config, bound: Mapping[str, Mapping[str, str]],
         return {}
     store = open_store(url)
     try:
-        return sources_in_store(config, bound, store, config.workspace_root())
+        root = workspace_root_for(config.workspace_root(),
+                                  confined=config.sandbox.backend != "none")
+        return sources_in_store(config, bound, store, root)
     finally:
         store.close()
 

@@ -24,7 +24,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import shutil
-import tempfile
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,7 @@ from agentloom.mcp.connection import ConnectionRecord, McpConnection, Notifier, 
 from agentloom.mcp.launch import LaunchContext, StdioLaunch, launcher_for
 from agentloom.mcp.oauth import McpCredentials
 from agentloom.mcp.resources import McpResources, list_resources
-from agentloom.sandbox import EnvironmentPolicy
+from agentloom.sandbox import EnvironmentPolicy, scratch_folder
 from agentloom.sandbox.ports import SandboxBackend
 
 __all__ = ["ServerListing", "connected", "discover", "list_servers"]
@@ -124,7 +123,7 @@ async def connected(
         McpError: the server could not be started, reached or spoken to.
         SandboxError: a stdio server's sandbox refused to start it.
     """
-    scratch = None if workspace is not None else Path(tempfile.mkdtemp(prefix="mcp-"))
+    scratch = None if workspace is not None else scratch_folder("mcp-")
     folder = workspace if workspace is not None else scratch
     assert folder is not None
     try:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from agentloom.mcp.connection import McpConnection, Notifier, open_connection
 from agentloom.mcp.http_pool import HttpClients, HttpPoolKey
 from agentloom.mcp.launch import LaunchContext, StdioLaunch, launcher_for
 from agentloom.mcp.oauth import McpCredentials
-from agentloom.sandbox import EnvironmentPolicy
+from agentloom.sandbox import EnvironmentPolicy, scratch_folder
 from agentloom.sandbox.ports import SandboxBackend
 
 __all__ = ["McpSessions"]
@@ -111,7 +110,7 @@ class McpSessions:
         if context.workspace_scope_id is not None and self.workspace_of is not None:
             workspace = self.workspace_of(context.workspace_scope_id)
         else:  # a run without a workspace: an empty folder of its own, deleted with the run
-            workspace = self._scratch.get(context.run_id) or Path(tempfile.mkdtemp(prefix="mcp-"))
+            workspace = self._scratch.get(context.run_id) or scratch_folder("mcp-")
             self._scratch[context.run_id] = workspace
         return LaunchContext(server_name=tool.server, run_id=context.run_id,
                              lease_epoch=context.lease_epoch,

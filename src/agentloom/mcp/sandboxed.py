@@ -89,11 +89,11 @@ def prepare(server: StdioServerConfig, ctx: LaunchContext) -> StdioLaunch:
     servers = stdio_servers(ctx.backend, ctx.policy)
     run_id = ctx.run_id or f"mcp-{new_id()}"  # outside a run: a scope of its own
     epoch = ctx.lease_epoch if ctx.lease_epoch is not None else NO_RUN_EPOCH
-    # A workspace scope's folder is the workspace package's (already the sandbox uid's) or the
-    # user's (never re-owned); without a scope it is a scratch folder made for the server,
-    # which a root runtime hands to the sandbox uid as exec does with its work folders.
+    # A workspace scope's folder is the workspace package's (the sandbox uid's), a scratch
+    # folder (``scratch_workspace``: the sandbox uid's too) or a folder of the user's, which the
+    # sandbox never changes: it binds it idmapped, or works in it as its owner (``reach``).
     scope = SandboxScope(workspace_scope_id=ctx.workspace_scope_id or run_id, run_id=run_id,
-                         work_dir=ctx.workspace, foreign=ctx.workspace_scope_id is not None)
+                         work_dir=ctx.workspace)
     mounts = tuple(
         StdioMount(path=Path(os.path.normpath(ctx.base_dir / m.path)), writable=m.mode == "rw")
         for m in server.mounts

@@ -24,7 +24,7 @@ from agentloom.sandbox.bubblewrap import BubblewrapGateway
 from agentloom.sandbox.env import build_environment
 from agentloom.sandbox.errors import SandboxError
 from agentloom.sandbox.factory import make_gateway
-from agentloom.sandbox.identity import SANDBOX_GID, SANDBOX_UID, sandbox_identity
+from agentloom.sandbox.identity import SANDBOX_GID, SANDBOX_UID, sandbox_identity, scratch_folder
 from agentloom.sandbox.landlock import LandlockGateway, landlock_available
 from agentloom.sandbox.output import StreamCapture
 from agentloom.sandbox.ports import (
@@ -44,6 +44,7 @@ from agentloom.sandbox.ports import (
     SandboxHandle,
     SandboxMode,
     SandboxScope,
+    SandboxView,
 )
 from agentloom.sandbox.unsandboxed import UnsandboxedGateway
 
@@ -69,6 +70,7 @@ __all__ = [
     "SandboxHandle",
     "SandboxMode",
     "SandboxScope",
+    "SandboxView",
     "StreamCapture",
     "UnsandboxedGateway",
     "build_environment",
@@ -76,4 +78,5 @@ __all__ = [
     "make_gateway",
     "reclaim_spools",
     "sandbox_identity",
+    "scratch_folder",
 ]

@@ -9,8 +9,12 @@ workspace over when that revocation cannot be confirmed.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -34,6 +38,7 @@ from agentloom.sandbox.errors import (
     UNKNOWN_EXECUTION,
     SandboxError,
 )
+from agentloom.sandbox.identity import scratch_folder
 from agentloom.sandbox.ports import (
     EnvironmentPolicy,
     ExecCommand,
@@ -44,12 +49,16 @@ from agentloom.sandbox.ports import (
     SandboxHandle,
     SandboxMode,
     SandboxScope,
+    SandboxView,
 )
 
 log = logging.getLogger("agentloom.sandbox")
 
 #: Finished executions kept for ``inspect``; older ones are forgotten first.
 HISTORY = 1024
+#: The environment variable naming the skills' folder in a command's environment.
+SKILLS_ENV = "AGENTLOOM_SKILLS"
+SKILLS_ROOT = "/skills"
 
 
 class ProcessGateway:
@@ -87,6 +96,16 @@ class ProcessGateway:
         return self.mode
 
     @property
+    def view(self) -> SandboxView:
+        """How commands see their folders (``SandboxView``); the adapter decides."""
+        return "host"
+
+    def scratch_folder(self, prefix: str) -> Path:
+        """A new, empty folder for one command (a hook's, a self-check's) in this gateway's
+        spool, given to the uid commands run as (``identity.scratch_folder``)."""
+        return scratch_folder(prefix, self._spool_dir)
+
+    @property
     def policy(self) -> EnvironmentPolicy:
         return self._policy
 
@@ -101,7 +120,7 @@ class ProcessGateway:
                 f"the {self.mode} gateway runs the host's runtime; image_digest must be None",
                 phase="ensure",
             )
-        await asyncio.to_thread(_check_scope, scope_ref, self._identity)
+        skills_dir = await asyncio.to_thread(self._prepare_scope, scope_ref)
         run_id = scope_ref.run_id
         with self._lock:
             self._check_epoch(run_id, lease_epoch)
@@ -124,6 +143,8 @@ class ProcessGateway:
             lease_epoch=lease_epoch,
             image_digest=None,
             sandbox_mode=self.mode,
+            view=self.view,
+            skills_dir=skills_dir,
         )
 
     async def execute(
@@ -138,6 +159,8 @@ class ProcessGateway:
         if timeout <= 0:
             raise SandboxError(DEADLINE_EXCEEDED, "the run deadline has passed; nothing was started")
         env, stripped = build_environment(self._policy, command.env_patch)
+        if handle.skills_dir is not None:
+            env[SKILLS_ENV] = handle.skills_dir
         if stripped:
             log.warning(
                 "sandbox: not setting %s (loader / shell start-up variables, PATH)", ", ".join(stripped)
@@ -222,6 +245,61 @@ class ProcessGateway:
     def _launch(self, handle: SandboxHandle, command: ExecCommand, env: dict[str, str]) -> Launch:
         raise NotImplementedError
 
+    def check_scope(self, scope: SandboxScope) -> None:
+        """Refuse a scope whose folders are missing (``SCOPE_INVALID``) or that commands
+        could not reach here (``FOLDER_UNREACHABLE``, the adapter's check). A ``managed`` work
+        folder root owns (one AgentLoom made) is given to the sandbox uid, ``0700``; no other
+        folder is ever changed."""
+        if not scope.work_dir.is_dir():
+            raise SandboxError(SCOPE_INVALID, f"work_dir {scope.work_dir} is not a directory",
+                               phase="ensure")
+        if scope.managed and self._identity is not None:
+            fd = os.open(scope.work_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                if os.fstat(fd).st_uid == 0:
+                    os.fchown(fd, *self._identity)
+                    os.fchmod(fd, 0o700)
+            finally:
+                os.close(fd)
+        for host, target in scope.readonly_mounts:
+            if not os.path.exists(host):
+                raise SandboxError(SCOPE_INVALID, f"mount source for {target} does not exist",
+                                   phase="ensure")
+
+    def _prepare_scope(self, scope: SandboxScope) -> str | None:
+        """``check_scope``, then where commands see the skills' folder (``SKILLS_ENV``):
+        ``/skills`` in a namespace view, else a folder of links named after the skills."""
+        self.check_scope(scope)
+        skills = [(host, target) for host, target in scope.readonly_mounts
+                  if target.startswith(SKILLS_ROOT + "/")]
+        if not skills:
+            return None
+        if self.view == "namespace":
+            return SKILLS_ROOT
+        return str(self._links(skills) / SKILLS_ROOT.lstrip("/"))
+
+    def _links(self, mounts: list[tuple[Path, str]]) -> Path:
+        """A folder of this gateway's spool in which each mount's target (``/skills/a``) is a
+        link to its host folder: the read-only mounts at the host's paths, under the names a
+        namespace view gives them. Made once per set of mounts, never changed."""
+        key = hashlib.sha256(json.dumps(sorted((t, str(Path(h).absolute())) for h, t in mounts))
+                             .encode()).hexdigest()[:24]
+        folder = self._spool_dir / "links" / key
+        if folder.is_dir():
+            return folder
+        building = Path(tempfile.mkdtemp(prefix=".links-", dir=self._spool_dir))
+        os.chmod(building, 0o755)
+        for host, target in mounts:
+            link = building / target.lstrip("/")
+            link.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            link.symlink_to(Path(host).absolute())
+        (self._spool_dir / "links").mkdir(mode=0o711, exist_ok=True)
+        try:
+            os.rename(building, folder)
+        except OSError:  # made meanwhile by another thread: the same links
+            shutil.rmtree(building, ignore_errors=True)
+        return folder
+
     def _make_launch(
         self,
         argv_for: Callable[[int | None], list[str]],
@@ -268,24 +346,6 @@ class ProcessGateway:
                 execution = self._executions.pop(key)
                 if not execution.confirmed and execution.result is not None:
                     self._unconfirmed[key] = execution
-
-
-def _check_scope(scope: SandboxScope, identity: tuple[int, int] | None) -> None:
-    if not scope.work_dir.is_dir():
-        raise SandboxError(SCOPE_INVALID, f"work_dir {scope.work_dir} is not a directory", phase="ensure")
-    if identity is not None and not scope.foreign:
-        # A root-owned work folder is handed to the sandbox uid, which is who writes in it
-        # (the workspace package does this for its own folders; this covers any other).
-        fd = os.open(scope.work_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        try:
-            if os.fstat(fd).st_uid == 0:
-                os.fchown(fd, *identity)
-                os.fchmod(fd, 0o700)
-        finally:
-            os.close(fd)
-    for host, target in scope.readonly_mounts:
-        if not os.path.exists(host):
-            raise SandboxError(SCOPE_INVALID, f"mount source for {target} does not exist", phase="ensure")
 
 
 async def _wait_done(executions: list[Execution], timeout_s: float) -> bool:

@@ -1,6 +1,7 @@
 """The kernel calls the confining backends need and Python does not wrap: Landlock
-rulesets, ``prctl`` flags, a seccomp filter and the private mounts that stage bubblewrap's
-bind sources, through ``ctypes`` on the C library.
+rulesets, ``prctl`` flags, a seccomp filter, and the mount calls that build a command's
+private view of the files (``_view``: ``unshare``, binds by the new mount API with
+idmappings, ``pivot_root``), through ``ctypes`` on the C library.
 
 No binding on the package index is maintained for Landlock, and the calls are few and
 stable ABI (``linux/landlock.h``, ``linux/seccomp.h``, ``linux/filter.h``), so this module
@@ -17,7 +18,6 @@ import ctypes
 import os
 import platform
 import struct
-from collections.abc import Sequence
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _syscall = _libc.syscall
@@ -63,10 +63,23 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
-_CLONE_NEWNS = 0x00020000
-_MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
-#: In a private mount namespace (``stage_binds``): where bind sources are staged.
-STAGE = "/tmp"
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT = 1, 2, 4, 32
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+MNT_DETACH = 2
+OPEN_TREE_CLONE = 1
+AT_EMPTY_PATH = 0x1000
+AT_RECURSIVE = 0x8000
+MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV = 1, 2, 4
+MOUNT_ATTR_IDMAP = 0x00100000
+_MOVE_MOUNT_F_EMPTY_PATH = 4
+_AT_FDCWD = -100
+# The new mount API has one number on every architecture; pivot_root does not.
+_SYS_OPEN_TREE = 428
+_SYS_MOVE_MOUNT = 429
+_SYS_MOUNT_SETATTR = 442
+_SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 
 
 def _check(result: int) -> int:
@@ -135,39 +148,47 @@ def install_seccomp(program: bytes) -> None:
     _check(_prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(prog_buf), 0, 0))
 
 
-def stage_binds(sources: Sequence[str | bytes]) -> list[str]:
-    """Enter a private mount namespace and bind every source at ``staged_path(i)``, in a small
-    tmpfs of mode 0711 on ``STAGE``; return those paths (in the order of ``sources``).
-
-    Run as root just before starting bubblewrap as the sandbox uid: bubblewrap finds its bind
-    sources by path as that uid, and a source below a folder it cannot search (``/root``,
-    pytest's 0700 folders) would be refused. The staged paths are reachable by any uid, and
-    only this process and its children see them.
-    """
-    _check(_libc.unshare(_CLONE_NEWNS))
-    _check(_libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None))
-    # Opened in the new namespace (a bind source must be one of its mounts), before STAGE
-    # hides what lies below it.
-    fds = [os.open(src, os.O_PATH | os.O_CLOEXEC) for src in sources]
-    _check(_libc.mount(b"tmpfs", STAGE.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV,
-                       b"mode=0711,size=65536"))
-    staged = []
-    for i, fd in enumerate(fds):
-        target = staged_path(i)
-        if os.path.isdir(f"/proc/self/fd/{fd}"):
-            os.mkdir(target, 0o711)
-        else:
-            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
-        _check(_libc.mount(f"/proc/self/fd/{fd}".encode(), target.encode(), None,
-                           _MS_BIND | _MS_REC, None))
-        os.close(fd)
-        staged.append(target)
-    return staged
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(flags))
 
 
-def staged_path(index: int) -> str:
-    """Where ``stage_binds`` puts its ``index``-th source."""
-    return f"{STAGE}/{index}"
+def mount(source: bytes | None, target: str, fstype: bytes | None, flags: int,
+          data: bytes | None = None) -> None:
+    _check(_libc.mount(source, target.encode(), fstype, ctypes.c_ulong(flags), data))
+
+
+def umount2(target: str, flags: int) -> None:
+    _check(_libc.umount2(target.encode(), flags))
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    number = _SYS_PIVOT_ROOT.get(platform.machine())
+    if number is None:
+        raise OSError(38, f"pivot_root: unknown architecture {platform.machine()}")
+    _check(_syscall(number, new_root.encode(), put_old.encode()))
+
+
+def open_tree(fd: int, flags: int) -> int:
+    """A detached copy of the mount tree at ``fd`` (an ``O_PATH`` fd; ``OPEN_TREE_CLONE``),
+    as a new fd (close-on-exec)."""
+    return _check(_syscall(_SYS_OPEN_TREE, ctypes.c_int(fd), b"",
+                           ctypes.c_uint(flags | AT_EMPTY_PATH | os.O_CLOEXEC)))
+
+
+def mount_setattr(fd: int, attr_set: int, *, userns_fd: int = 0, recursive: bool = False) -> None:
+    """Set ``attr_set`` (``MOUNT_ATTR_*``) on the mount at ``fd``; ``MOUNT_ATTR_IDMAP``
+    takes the idmapping of the user namespace ``userns_fd``."""
+    attr = struct.pack("=QQQQ", attr_set, 0, 0, userns_fd)
+    buf = ctypes.create_string_buffer(attr, len(attr))
+    flags = AT_EMPTY_PATH | (AT_RECURSIVE if recursive else 0)
+    _check(_syscall(_SYS_MOUNT_SETATTR, ctypes.c_int(fd), b"", ctypes.c_uint(flags), buf,
+                    ctypes.c_size_t(len(attr))))
+
+
+def move_mount(fd: int, target: str) -> None:
+    """Attach the detached mount ``fd`` at ``target``."""
+    _check(_syscall(_SYS_MOVE_MOUNT, ctypes.c_int(fd), b"", ctypes.c_int(_AT_FDCWD),
+                    target.encode(), ctypes.c_uint(_MOVE_MOUNT_F_EMPTY_PATH)))
 
 
 def machine() -> str:

@@ -28,6 +28,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentloom.sandbox._reaper import STATUS, receive, send
 
@@ -43,14 +44,18 @@ class LandlockRules:
     deny_tcp: bool
 
 
+ViewEntry = dict[str, Any]
+"""One entry of a mount view (``_view``): a bind, a symlink or a tmpfs, JSON-able."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StagedBwrap:
-    """A bubblewrap launcher started as root: ``stage`` the bind sources the command process
-    binds where the sandbox uid reaches them (``_kernel.stage_binds``; the argv names
-    ``_kernel.staged_path(i)``), ``seccomp`` the program it puts at
+    """A bubblewrap launcher started as root: ``stage`` the binds the command process
+    attaches where the sandbox uid reaches them (``_view.stage``; the argv names
+    ``_view.staged_path(i)``), ``seccomp`` the program it puts at
     ``_reaper.BWRAP_SECCOMP_FD`` for ``--seccomp``."""
 
-    stage: tuple[str, ...]
+    stage: tuple[ViewEntry, ...]
     seccomp: bytes
 
 
@@ -59,7 +64,8 @@ class Confinement:
     """What the command's process applies to itself before ``exec``.
 
     ``identity`` is the ``(uid, gid)`` to switch to (the runtime is root), ``rlimits``
-    ``(resource, limit)`` pairs, ``seccomp`` a packed filter.
+    ``(resource, limit)`` pairs, ``seccomp`` a packed filter, ``view`` the entries of a
+    root of its own to enter first (``_view.enter_root``; root only).
     """
 
     identity: tuple[int, int] | None = None
@@ -67,6 +73,7 @@ class Confinement:
     landlock: LandlockRules | None = None
     seccomp: bytes | None = None
     bwrap: StagedBwrap | None = None
+    view: tuple[ViewEntry, ...] | None = None
 
 
 class ReaperProcess:
@@ -136,8 +143,8 @@ def spawn(
             "deny_tcp": confinement.landlock.deny_tcp},
         "seccomp": None if confinement.seccomp is None else confinement.seccomp.hex(),
         "bwrap": None if confinement.bwrap is None else {
-            "stage": [os.fsencode(a).decode("latin-1") for a in confinement.bwrap.stage],
-            "seccomp": confinement.bwrap.seccomp.hex()},
+            "stage": list(confinement.bwrap.stage), "seccomp": confinement.bwrap.seccomp.hex()},
+        "view": None if confinement.view is None else list(confinement.view),
     }
     control_r, control_w = os.pipe2(os.O_CLOEXEC)
     status_r, status_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)

@@ -6,10 +6,11 @@ without the package (``python -S``).
 
     zygote ──fork──► spare reaper (subreaper, own session) ──fork──► spare command
        │ request + 4 fds ──► │ ── request + stdout, stderr ──────────►  ([bwrap: staged binds,
-                             │ control pipe (runtime's end)            seccomp memfd] rlimits,
-                             │ status pipe  (to the runtime)           chdir, uid, pdeathsig,
-                                                                       no_new_privs, Landlock,
-                                                                       seccomp, exec)
+                             │ control pipe (runtime's end)            seccomp memfd] [view:
+                             │ status pipe  (to the runtime)           a root of its own]
+                                                                       rlimits, chdir, uid,
+                                                                       pdeathsig, no_new_privs,
+                                                                       Landlock, seccomp, exec)
 
 Both processes are forked before the request comes (the zygote keeps one spare pair ready),
 so starting a command costs two messages, not two forks.
@@ -37,9 +38,10 @@ import time
 from typing import Any, NoReturn
 
 try:
-    from agentloom.sandbox import _kernel
+    from agentloom.sandbox import _kernel, _view
 except ImportError:  # inside the zygote, which runs without the package on its path
     import _kernel  # type: ignore[no-redef,import-not-found]
+    import _view  # type: ignore[no-redef,import-not-found]
 
 #: The reaper's status when the runtime asked it to kill (SIGKILL's shell status).
 KILLED_STATUS = 128 + signal.SIGKILL
@@ -231,6 +233,8 @@ def _command(reaper: int, out: int, err: int, request: dict[str, Any]) -> NoRetu
         argv = [a.encode("latin-1") for a in request["argv"]]
         env = {k.encode("latin-1"): v.encode("latin-1") for k, v in request["env"].items()}
         _prepare_bwrap(request)
+        if request.get("view") is not None:  # Landlock in a mount namespace of its own
+            _view.enter_root(request["view"], request["identity"])
         _confine(reaper, request)
     except BaseException as exc:
         _say(b"could not confine the command: " + str(exc).encode(errors="replace"))
@@ -243,14 +247,14 @@ def _command(reaper: int, out: int, err: int, request: dict[str, Any]) -> NoRetu
 
 
 def _prepare_bwrap(request: dict[str, Any]) -> None:
-    """For a bubblewrap launcher started as root (``request["bwrap"]``): its bind sources
-    staged where the sandbox uid reaches them (``_kernel.stage_binds``: the argv names the
-    staged paths), and its seccomp program in a memfd at ``BWRAP_SECCOMP_FD`` (the argv's
-    ``--seccomp``), which ``exec`` keeps open."""
+    """For a bubblewrap launcher started as root (``request["bwrap"]``): its binds staged
+    where the sandbox uid reaches them (``_view.stage``: the argv names the staged paths),
+    and its seccomp program in a memfd at ``BWRAP_SECCOMP_FD`` (the argv's ``--seccomp``),
+    which ``exec`` keeps open."""
     plan = request.get("bwrap")
     if plan is None:
         return
-    _kernel.stage_binds([path.encode("latin-1") for path in plan["stage"]])
+    _view.stage(plan["stage"], request["identity"])
     program = os.memfd_create("agentloom-seccomp", 0)
     if program != BWRAP_SECCOMP_FD:
         os.dup2(program, BWRAP_SECCOMP_FD)

@@ -7,8 +7,9 @@ server's pipes on 0, 1 and 2. The standard library and ``_reaper`` / ``_kernel``
     spawner ──pipes──► shim (child subreaper, stops with the spawner, registers <token>.pid)
                         ├─ bubblewrap: [root: private mount namespace, every bind source
                         │   opened as root and bound under a private /tmp] ─► bwrap ─► server
-                        └─ landlock / none: fork ─► rlimits, uid, no_new_privs, Landlock,
-                            seccomp (``_reaper._confine``) ─► server
+                        └─ landlock / none: fork ─► [root with a mount namespace: a root of its
+                            own, ``_view``] rlimits, uid, no_new_privs, Landlock, seccomp
+                            (``_reaper._confine``) ─► server
 
 The shim never holds the server's pipes itself (0 and 1 point at ``/dev/null`` once the
 server runs), so the spawner sees end of file when the server is gone. When the server
@@ -30,10 +31,11 @@ import sys
 from typing import Any, NoReturn
 
 try:
-    from agentloom.sandbox import _kernel, _reaper
+    from agentloom.sandbox import _kernel, _reaper, _view
 except ImportError:  # run as a script, without the package on the path
     import _kernel  # type: ignore[no-redef,import-not-found]
     import _reaper  # type: ignore[no-redef,import-not-found]
+    import _view  # type: ignore[no-redef,import-not-found]
 
 SETUP_FAILED = 126
 
@@ -67,14 +69,15 @@ def _start_time(pid: int) -> str:
 
 def _spawn_bwrap(spec: dict[str, Any], env: dict[str, str]) -> int:
     binds = spec["binds"]
-    sources = [src for src, _, _ in binds]
+    sources = [src for src, _, _, _ in binds]
     if spec["stage"]:  # root: bwrap runs as the sandbox uid, which may not reach the sources
-        sources = _kernel.stage_binds(sources)
+        sources = _view.stage([{"at": target, "bind": src, "rw": rw, "idmap": idmap}
+                               for src, target, rw, idmap in binds], spec["identity"])
     seccomp = os.memfd_create("agentloom-seccomp", 0)  # inherited by bwrap (--seccomp)
     os.write(seccomp, bytes.fromhex(spec["seccomp"]))
     os.lseek(seccomp, 0, os.SEEK_SET)
     argv = [spec["bwrap"], *spec["head"], "--seccomp", str(seccomp), *spec["runtime"]]
-    for source, (_, target, writable) in zip(sources, binds, strict=True):
+    for source, (_, target, writable, _) in zip(sources, binds, strict=True):
         argv += ["--bind" if writable else "--ro-bind", source, target]
     argv += [*spec["tail"], "--", *spec["argv"]]
     pid = os.fork()
@@ -101,6 +104,8 @@ def _spawn_confined(spec: dict[str, Any], env: dict[str, str]) -> int:
     if pid == 0:
         try:
             if spec["confine"] is not None:
+                if spec["confine"].get("view") is not None:  # root: a root of its own
+                    _view.enter_root(spec["confine"]["view"], spec["confine"]["identity"])
                 _reaper._confine(shim, spec["confine"])
             else:
                 os.chdir(spec["cwd"])

@@ -20,13 +20,19 @@ from pathlib import Path
 #: Bits no entry of a work folder may keep after an execution.
 FORBIDDEN_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_IWOTH
 WORK_FOLDER_MODE = 0o700
+#: File systems stamp ctimes from a coarse clock, up to a tick behind ``time.time()``.
+CTIME_SLACK_S = 1.0
 _MAX_DEPTH = 256
 
 
-def sweep(work_dir: Path, owner: int, *, foreign: bool = False) -> int:
+def sweep(work_dir: Path, owner: int, *, managed: bool, since: float | None = None) -> int:
     """Clear ``FORBIDDEN_BITS`` on the entries below ``work_dir`` that uid ``owner`` owns
-    and make ``work_dir`` ``0700`` (not a ``foreign`` one: a folder of the user's keeps its
-    mode); return how many entries were changed. A folder that vanishes meanwhile is
+    (on disk: through an idmapped bind that is the folder's owner, not the command's uid)
+    and, for a ``managed`` folder (one AgentLoom made), make ``work_dir`` ``0700``; return how
+    many entries were changed. In a folder of the user's (not ``managed``) the folder keeps
+    its mode and, given ``since`` (the command's start, wall clock), only entries whose status
+    changed since then — which the command made or changed; no call sets a ctime back — are
+    looked at: the user's own files keep theirs. A folder that vanishes meanwhile is
     skipped."""
     try:
         top = os.open(work_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -35,15 +41,16 @@ def sweep(work_dir: Path, owner: int, *, foreign: bool = False) -> int:
     try:
         changed = 0
         st = os.fstat(top)
-        if not foreign and stat.S_IMODE(st.st_mode) != WORK_FOLDER_MODE:
+        if managed and stat.S_IMODE(st.st_mode) != WORK_FOLDER_MODE:
             os.chmod(f"/proc/self/fd/{top}", WORK_FOLDER_MODE)
             changed += 1
-        return changed + _sweep_dir(top, owner, 0)
+        after = None if managed or since is None else int((since - CTIME_SLACK_S) * 1e9)
+        return changed + _sweep_dir(top, owner, 0, after)
     finally:
         os.close(top)
 
 
-def _sweep_dir(dir_fd: int, owner: int, depth: int) -> int:
+def _sweep_dir(dir_fd: int, owner: int, depth: int, after: int | None) -> int:
     changed = 0
     with contextlib.suppress(OSError), os.scandir(dir_fd) as entries:
         for entry in entries:
@@ -54,7 +61,8 @@ def _sweep_dir(dir_fd: int, owner: int, depth: int) -> int:
             is_dir = stat.S_ISDIR(st.st_mode)
             if not (is_dir or stat.S_ISREG(st.st_mode)):
                 continue
-            if st.st_mode & FORBIDDEN_BITS and st.st_uid == owner:
+            touched = after is None or st.st_ctime_ns >= after
+            if st.st_mode & FORBIDDEN_BITS and st.st_uid == owner and touched:
                 changed += _clear(dir_fd, entry.name, owner)
             if is_dir and depth < _MAX_DEPTH:
                 try:
@@ -63,7 +71,7 @@ def _sweep_dir(dir_fd: int, owner: int, depth: int) -> int:
                 except OSError:
                     continue
                 try:
-                    changed += _sweep_dir(sub, owner, depth + 1)
+                    changed += _sweep_dir(sub, owner, depth + 1, after)
                 finally:
                     os.close(sub)
     return changed

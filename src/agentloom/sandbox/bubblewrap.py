@@ -25,19 +25,28 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
+from agentloom.sandbox import _layout, reach
 from agentloom.sandbox._base import ProcessGateway
 from agentloom.sandbox._execution import readable
-from agentloom.sandbox._kernel import staged_path
 from agentloom.sandbox._launcher import Confinement, StagedBwrap, spawn
 from agentloom.sandbox._limits import apply_rlimits, command_rlimits
 from agentloom.sandbox._reaper import BWRAP_SECCOMP_FD
 from agentloom.sandbox._supervisor import Launch
 from agentloom.sandbox._sweep import sweep
+from agentloom.sandbox._view import staged_path
 from agentloom.sandbox.errors import SANDBOX_UNAVAILABLE, SandboxError
 from agentloom.sandbox.identity import SANDBOX_UID, sandbox_identity
-from agentloom.sandbox.ports import WORK_MOUNT, EnvironmentPolicy, ExecCommand, SandboxHandle
+from agentloom.sandbox.ports import (
+    WORK_MOUNT,
+    EnvironmentPolicy,
+    ExecCommand,
+    SandboxHandle,
+    SandboxScope,
+    SandboxView,
+)
 from agentloom.sandbox.seccomp import seccomp_program
 
 log = logging.getLogger("agentloom.sandbox")
@@ -49,21 +58,11 @@ MIN_VERSION = (0, 8)  # --disable-userns and --size first appear in 0.8.0
 SANDBOX_HOSTNAME = "sandbox"
 SELF_CHECK_TIMEOUT_S = 30.0
 
-#: The runtime programs need, read-only. A merged-/usr symlink is recreated as a symlink.
-RUNTIME_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-RUNTIME_ETC = ("/etc/alternatives", "/etc/ld.so.cache")
-#: Only with ``policy.egress``: name resolution and TLS roots.
-EGRESS_ETC = (
-    "/etc/resolv.conf",
-    "/etc/hosts",
-    "/etc/nsswitch.conf",
-    "/etc/host.conf",
-    "/etc/gai.conf",
-    "/etc/ssl",
-    "/etc/ca-certificates",
-)
-#: Writable-by-owner proc files that bubblewrap 0.8 leaves writable (kernel sysctls!).
-PROC_READONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/pressure", "/proc/mtrr")
+# The host files every backend shows, kept importable from here (``_layout`` owns them).
+RUNTIME_PATHS = _layout.RUNTIME_PATHS
+RUNTIME_ETC = _layout.RUNTIME_ETC
+EGRESS_ETC = _layout.EGRESS_ETC
+PROC_READONLY = _layout.PROC_READONLY
 
 
 class BubblewrapGateway(ProcessGateway):
@@ -88,7 +87,7 @@ class BubblewrapGateway(ProcessGateway):
                 f"bubblewrap {'.'.join(map(str, self.version))} is too old (need >= 0.8 for "
                 f"--disable-userns): {INSTALL_HINT}",
             )
-        self._runtime = _runtime_args(egress=policy.egress)
+        self._runtime = _layout.bwrap_runtime_args(egress=policy.egress)
         self._identity = sandbox_identity()
         self._rlimits = command_rlimits(policy, self._identity)
         self._seccomp = seccomp_program(deny_sockets=False)  # the network namespace is empty
@@ -107,7 +106,7 @@ class BubblewrapGateway(ProcessGateway):
         work.mkdir(mode=0o700, exist_ok=True)
         if self._identity is not None:
             os.chown(work, *self._identity)
-        binds = _binds(work, ())
+        binds = _binds(work, (), None)
         if self._identity is None:
             self._check(binds, staged=False)
             return
@@ -157,6 +156,18 @@ class BubblewrapGateway(ProcessGateway):
             raise SandboxError(SANDBOX_UNAVAILABLE, f"bubblewrap could not start a sandbox: {why[0]}")
 
     @property
+    def view(self) -> SandboxView:
+        return "namespace"
+
+    def check_scope(self, scope: SandboxScope) -> None:
+        super().check_scope(scope)
+        if not self._stage and self._identity is not None:  # bwrap finds sources by path as uid
+            identity = reach.host_identity(scope.work_dir, self._identity, managed=scope.managed)
+            reach.check_reach([(scope.work_dir, reach.R | reach.W | reach.X),
+                               *((host, reach.R | reach.X) for host, _ in scope.readonly_mounts)],
+                              identity)
+
+    @property
     def stages_sources(self) -> bool:
         """Whether root stages bubblewrap's bind sources (``_staged``) before starting it."""
         return self._stage
@@ -172,32 +183,46 @@ class BubblewrapGateway(ProcessGateway):
     def _launch(self, handle: SandboxHandle, command: ExecCommand, env: dict[str, str]) -> Launch:
         scope = handle.scope
         work_dir = scope.work_dir.absolute()
-        binds = _binds(work_dir, scope.readonly_mounts)
+        started = time.time()
+        if self._stage:  # root: the zygote stages the sources (``_staged``), idmapped as needed
+            binds = _binds(work_dir, scope.readonly_mounts, self._identity)
+            work_idmap = binds[0][3]
+            owner = work_idmap[0] if work_idmap is not None else self._command_uid
 
-        def cleanup() -> None:
-            sweep(work_dir, self._command_uid, foreign=scope.foreign)
+            def cleanup() -> None:
+                sweep(work_dir, owner, managed=scope.managed, since=started)
 
-        # bwrap itself gets an empty environment: nothing of the host's reaches the
-        # launcher's /proc/<pid>/environ, which the sandbox's PID 1 would expose.
-        if self._stage:  # root: the zygote stages the sources (``_staged``)
+            # bwrap itself gets an empty environment: nothing of the host's reaches the
+            # launcher's /proc/<pid>/environ, which the sandbox's PID 1 would expose.
             return self._make_launch(
                 lambda _info_fd: self._argv(binds, BWRAP_SECCOMP_FD, command, env, None, staged=True),
                 env={}, cwd="/", info_fd=False, confinement=self._staged(binds), cleanup=cleanup)
+        identity = (None if self._identity is None
+                    else reach.host_identity(work_dir, self._identity, managed=scope.managed))
+        binds = _binds(work_dir, scope.readonly_mounts, None)
+        uid = os.geteuid() if identity is None else identity[0]
+
+        def sweep_direct() -> None:
+            sweep(work_dir, uid, managed=scope.managed, since=started)
+
         seccomp_fd = self._seccomp_fd()
         return self._make_launch(
             lambda info_fd: self._argv(binds, seccomp_fd, command, env, info_fd),
-            env={}, cwd="/", info_fd=True, pass_fds=(seccomp_fd,), identity=self._identity,
-            rlimits=self._rlimits, cleanup=cleanup)
+            env={}, cwd="/", info_fd=True, pass_fds=(seccomp_fd,), identity=identity,
+            rlimits=command_rlimits(self._policy, identity), cleanup=sweep_direct)
 
     def _staged(self, binds: list[Bind]) -> Confinement:
         """How root starts bwrap: through a reaper of the zygote, whose command process binds
-        the sources where the sandbox uid reaches them (a private mount namespace), puts the
-        seccomp program at ``BWRAP_SECCOMP_FD``, applies the rlimits and becomes the sandbox
-        uid before it runs bwrap. The reaper's exit proves the whole sandbox gone."""
+        the sources where the sandbox uid reaches them (a private mount namespace; a folder the
+        sandbox uid could not use as it is, idmapped), puts the seccomp program at
+        ``BWRAP_SECCOMP_FD``, applies the rlimits and becomes the sandbox uid before it runs
+        bwrap. The reaper's exit proves the whole sandbox gone."""
         assert self._identity is not None
+        stage = tuple({"at": target, "bind": source, "rw": writable,
+                       "idmap": None if idmap is None else list(idmap)}
+                      for source, target, writable, idmap in binds)
         return Confinement(identity=self._identity, rlimits=self._rlimits,
-                           bwrap=StagedBwrap(stage=tuple(source for source, _, _ in binds),
-                                             seccomp=self._seccomp))
+                           bwrap=StagedBwrap(stage=stage, seccomp=self._seccomp))
 
     def _seccomp_fd(self) -> int:
         """The seccomp program in a fresh memfd, for ``--seccomp`` (bwrap reads it once)."""
@@ -246,7 +271,7 @@ class BubblewrapGateway(ProcessGateway):
         size = str(policy.tmp_size_bytes)
         a += ["--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]  # /dev itself read-only
         a += ["--size", size, "--tmpfs", "/tmp"]
-        for i, (source, target, writable) in enumerate(binds):
+        for i, (source, target, writable, _) in enumerate(binds):
             a += ["--bind" if writable else "--ro-bind", staged_path(i) if staged else source, target]
         a += ["--remount-ro", "/", "--chdir", command.cwd, "--clearenv"]
         for name, value in env.items():
@@ -283,14 +308,20 @@ def _run_reaped(argv: list[str], confinement: Confinement) -> tuple[int, bytes]:
         os.close(err_r)
 
 
-Bind = tuple[str, str, bool]
-"""A bind mount of the sandbox: host source, target inside, writable."""
+Bind = _layout.Bind
+"""A bind mount of the sandbox: host source, target inside, writable, idmapped owner."""
 
 
-def _binds(work_dir: Path, readonly_mounts: tuple[tuple[Path, str], ...]) -> list[Bind]:
-    """The work folder at ``/work``, writable, then each read-only mount."""
-    return [(str(work_dir), WORK_MOUNT, True),
-            *((str(Path(host).absolute()), target, False) for host, target in readonly_mounts)]
+def _binds(work_dir: Path, readonly_mounts: tuple[tuple[Path, str], ...],
+           identity: tuple[int, int] | None) -> list[Bind]:
+    """The work folder at ``/work``, writable, then each read-only mount; with ``identity``
+    (staged by root), each idmapped when the sandbox uid could not use it as it is."""
+    binds: list[Bind] = [(str(work_dir), WORK_MOUNT, True,
+                          reach.idmap_owner(work_dir, identity, writable=True))]
+    for host, target in readonly_mounts:
+        path = Path(host).absolute()
+        binds.append((str(path), target, False, reach.idmap_owner(path, identity, writable=False)))
+    return binds
 
 
 def _version(bwrap: str) -> tuple[int, ...]:
@@ -308,12 +339,5 @@ def _version(bwrap: str) -> tuple[int, ...]:
 
 
 def _runtime_args(*, egress: bool) -> list[str]:
-    args: list[str] = []
-    for path in RUNTIME_PATHS:
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    for path in RUNTIME_ETC + (EGRESS_ETC if egress else ()):
-        args += ["--ro-bind-try", path, path]
-    return args
+    """bubblewrap's flags for the runtime and the ``/etc`` entries (``_layout``)."""
+    return _layout.bwrap_runtime_args(egress=egress)

@@ -27,6 +27,7 @@ REVOCATION_UNCONFIRMED: Final = "REVOCATION_UNCONFIRMED"  # older executions not
 DEADLINE_EXCEEDED: Final = "DEADLINE_EXCEEDED"  # the run deadline passed before the spawn
 UNKNOWN_EXECUTION: Final = "UNKNOWN_EXECUTION"  # inspect / terminate of an id never issued
 SPAWN_FAILED: Final = "SPAWN_FAILED"  # the OS refused to start the launcher
+FOLDER_UNREACHABLE: Final = "FOLDER_UNREACHABLE"  # the sandbox uid cannot reach a folder it needs
 
 _CATEGORIES: Final[dict[str, ErrorCategory]] = {
     SANDBOX_UNAVAILABLE: "permission",
@@ -42,6 +43,7 @@ _CATEGORIES: Final[dict[str, ErrorCategory]] = {
     DEADLINE_EXCEEDED: "timeout",
     UNKNOWN_EXECUTION: "not_found",
     SPAWN_FAILED: "unknown",
+    FOLDER_UNREACHABLE: "permission",
 }
 
 

@@ -10,6 +10,8 @@ it has no other uid to give them.
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 SANDBOX_UID = 65534
 SANDBOX_GID = 65534
@@ -19,3 +21,14 @@ def sandbox_identity() -> tuple[int, int] | None:
     """``(uid, gid)`` commands switch to, or ``None`` when they keep the runtime's own
     (the runtime is not root)."""
     return (SANDBOX_UID, SANDBOX_GID) if os.geteuid() == 0 else None
+
+
+def scratch_folder(prefix: str, parent: Path | None = None) -> Path:
+    """A new, empty ``0700`` folder for one command or server (in ``parent``, default the
+    system's temporary folder), given to the uid commands run as: made by AgentLoom, so the
+    sandbox may own it. The caller deletes it."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    identity = sandbox_identity()
+    if identity is not None:
+        os.chown(folder, *identity)
+    return folder

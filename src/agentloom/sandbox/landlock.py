@@ -3,50 +3,65 @@
 Each command is started by a reaper (``_launcher``) and, before ``exec``, applies to
 itself: the resource limits, the sandbox uid when the runtime is root, a parent-death
 signal, ``no_new_privs``, a Landlock ruleset and the seccomp filter (``seccomp``). The
-ruleset handles every filesystem right the kernel knows and grants:
+ruleset handles every filesystem right the kernel knows and grants only what the command
+needs: its work folder and a private temporary folder (everything), the runtime, the
+read-only mounts and a few ``/etc`` files (read, execute), the devices (``_layout``).
 
-- the work folder: everything; a private temporary folder (``TMPDIR``): everything;
-- the runtime (``/usr``, ``/bin``, ``/lib*``, ``/etc/ld.so.cache``, ``/etc/alternatives``)
-  and read-only mounts: read and execute; ``/dev/null`` and friends: read and write;
-- with ``policy.egress`` the name-resolution and TLS files as well.
+Two views (``SandboxView``), chosen once by ``self_check``:
 
-Nothing else: no ``/proc``, ``/sys``, ``/tmp``, ``/etc``, home folders. TCP is denied
-by Landlock (ABI >= 4) and every ``socket()`` by seccomp unless the policy allows egress;
-signals and abstract unix sockets outside the sandbox are scoped away (ABI >= 6).
+- ``namespace`` — the runtime is root and may make a mount namespace (``CAP_SYS_ADMIN``: a VM,
+  CI, a privileged container): the command first enters a root of its own (``_view``) holding
+  only what the ruleset grants, at bubblewrap's places — ``/work``, ``/skills/<name>``,
+  ``/resources/...``, a private ``/tmp`` — so the folders above them never matter, and a
+  folder the sandbox uid could not use as it is (a repository root owns) is bound idmapped.
+- ``host`` — anywhere else (a normal user; root in a default container): the command runs at
+  the host's paths, starting in its work folder, with ``TMPDIR`` a private folder. As root,
+  every folder above what it needs must be searchable by its uid, and a folder of the user's
+  is worked in as its owner (``reach``); what cannot work is refused before it starts.
 
-Unlike bubblewrap there is no mount namespace: the workspace keeps its host path (the
-command starts in it; ``/work`` does not exist) and the command shares the host's PID
-and IPC namespaces (the kernel hides other processes' ``/proc`` by the rules above).
-``docs/sandbox.md`` has the table of what each backend blocks.
+TCP is denied by Landlock (ABI >= 4) and every ``socket()`` by seccomp unless the policy
+allows egress; signals and abstract unix sockets outside the sandbox are scoped away (ABI
+>= 6). The command shares the host's PID and IPC namespaces. ``docs/sandbox.md`` has the
+table of what each backend blocks and the shapes each view serves.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from agentloom.ids import new_id
-from agentloom.sandbox import _kernel
+from agentloom.sandbox import _kernel, _layout, reach
 from agentloom.sandbox._base import ProcessGateway
 from agentloom.sandbox._launcher import Confinement, LandlockRules, spawn
+from agentloom.sandbox._layout import READ_EXEC
 from agentloom.sandbox._limits import command_rlimits
 from agentloom.sandbox._supervisor import Launch
 from agentloom.sandbox._sweep import sweep
-from agentloom.sandbox.bubblewrap import EGRESS_ETC, RUNTIME_ETC, RUNTIME_PATHS
 from agentloom.sandbox.errors import SANDBOX_UNAVAILABLE, SandboxError
 from agentloom.sandbox.identity import sandbox_identity
-from agentloom.sandbox.ports import WORK_MOUNT, EnvironmentPolicy, ExecCommand, SandboxHandle
+from agentloom.sandbox.ports import (
+    WORK_MOUNT,
+    EnvironmentPolicy,
+    ExecCommand,
+    SandboxHandle,
+    SandboxScope,
+    SandboxView,
+)
 from agentloom.sandbox.seccomp import seccomp_program
+
+log = logging.getLogger("agentloom.sandbox")
 
 ENABLE_HINT = (
     "Landlock needs Linux >= 5.13 with `landlock` in the kernel's lsm= list "
     "(check /sys/kernel/security/lsm)"
 )
-DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
-_READ = _kernel.FS_READ_FILE | _kernel.FS_READ_DIR
-_READ_EXEC = _READ | _kernel.FS_EXECUTE
-_READ_WRITE_FILE = _kernel.FS_READ_FILE | _kernel.FS_WRITE_FILE
+DEVICES = _layout.DEVICES
+_PRIVATE = ("/tmp", "/dev/shm")
 
 
 class LandlockGateway(ProcessGateway):
@@ -65,29 +80,41 @@ class LandlockGateway(ProcessGateway):
             raise SandboxError(SANDBOX_UNAVAILABLE, why)
         super().__init__(policy, output_dir=output_dir)
         self._identity = sandbox_identity()
-        self._confinement = Confinement(
-            identity=self._identity,
-            rlimits=command_rlimits(policy, self._identity),
-            seccomp=seccomp_program(deny_sockets=not policy.egress),
-        )
-        system = [(path, _READ_EXEC) for path in RUNTIME_PATHS if os.path.exists(path)]
-        system += [(path, _READ) for path in RUNTIME_ETC + (EGRESS_ETC if policy.egress else ())]
-        system += [(path, _READ_WRITE_FILE) for path in DEVICES]
-        self._system = tuple(system)
+        self._seccomp = seccomp_program(deny_sockets=not policy.egress)
+        self._system = tuple(_layout.system_rules(egress=policy.egress))
+        # As root where a mount namespace can be made, a view of its own (``self_check``
+        # falls back to the host's paths if entering one fails).
+        self._view: SandboxView = ("namespace" if self._identity is not None
+                                   and reach.can_make_mount_namespace() else "host")
+
+    @property
+    def view(self) -> SandboxView:
+        return self._view
 
     def self_check(self) -> None:
         """Start one confined ``true``; raise ``SANDBOX_UNAVAILABLE`` if it does not run
-        (seccomp or Landlock refused by a container's own filter...)."""
+        (seccomp or Landlock refused by a container's own filter...). As root, first in a
+        namespace view; where root may not make a mount namespace, at the host's paths."""
+        if self._view == "namespace":
+            try:
+                self._check("namespace")
+            except SandboxError as exc:
+                log.info("sandbox: Landlock at the host's paths (no mount namespace: %s)",
+                         exc.error.message)
+                self._view = "host"
+            else:
+                return
+        self._check("host")
+
+    def _check(self, view: SandboxView) -> None:
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        tmp = self._private_tmp()
+        scratch = self.scratch_folder("check-")
         try:
-            rules = self._rules(tmp, tmp, ())
-            confinement = Confinement(
-                identity=self._identity, rlimits=self._confinement.rlimits,
-                landlock=rules, seccomp=self._confinement.seccomp,
-            )
-            proc = spawn(["true"], env={"PATH": self._policy.path}, cwd=str(tmp), stdout_fd=err_w,
-                         stderr_fd=err_w, confinement=confinement)
+            scope = SandboxScope(workspace_scope_id="check", run_id="check", work_dir=scratch,
+                                 managed=True)
+            argv, env, cwd, confinement, _ = self._plan(scope, view, ("true",), {}, WORK_MOUNT)
+            proc = spawn(argv, env=env, cwd=cwd, stdout_fd=err_w, stderr_fd=err_w,
+                         confinement=confinement)
             os.close(err_w)
             err_w = -1
             proc.wait()  # the reaper of `true` ends at once: it exits or is refused
@@ -96,45 +123,93 @@ class LandlockGateway(ProcessGateway):
             for fd in (err_r, err_w):
                 if fd >= 0:
                     os.close(fd)
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)
         if proc.returncode != 0:
             raise SandboxError(SANDBOX_UNAVAILABLE,
                                f"Landlock could not start a sandbox: {why or f'exit {proc.returncode}'}")
 
+    def check_scope(self, scope: SandboxScope) -> None:
+        super().check_scope(scope)
+        if self._view == "host" and self._identity is not None:
+            identity = reach.host_identity(scope.work_dir, self._identity, managed=scope.managed)
+            reach.check_reach([(scope.work_dir, reach.R | reach.W | reach.X),
+                               *((host, reach.R | reach.X) for host, _ in scope.readonly_mounts),
+                               (self._spool_dir, reach.X)],  # its private TMPDIR is below
+                              identity)
+
     def _launch(self, handle: SandboxHandle, command: ExecCommand, env: dict[str, str]) -> Launch:
-        work = handle.scope.work_dir.absolute()
-        cwd = work / command.cwd[len(WORK_MOUNT):].lstrip("/")
-        tmp = self._private_tmp()
-        env = {**env, "TMPDIR": env.get("TMPDIR", str(tmp))}
-        confinement = Confinement(
-            identity=self._identity, rlimits=self._confinement.rlimits,
-            landlock=self._rules(work, tmp, handle.scope.readonly_mounts),
-            seccomp=self._confinement.seccomp,
-        )
         if command.argv is not None:
-            argv = list(command.argv)
+            argv: tuple[str, ...] = command.argv
         else:
             assert command.shell_script is not None
-            argv = ["/bin/sh", "-c", command.shell_script]
-        def cleanup() -> None:
-            sweep(work, self._command_uid, foreign=handle.scope.foreign)
-            shutil.rmtree(tmp, ignore_errors=True)
+            argv = ("/bin/sh", "-c", command.shell_script)
+        scope = handle.scope
+        started = time.time()
+        argv_list, env, cwd, confinement, cleanup = self._plan(scope, self._view, argv, env,
+                                                               command.cwd)
+        owner = confinement.identity[0] if confinement.identity is not None else os.geteuid()
+        if confinement.view is not None:  # files made through an idmapped /work are its owner's
+            work = next(e for e in confinement.view if e["at"] == WORK_MOUNT)
+            owner = work["idmap"][0] if work.get("idmap") else owner
 
-        return self._make_launch(lambda _fd: argv, env=env, cwd=str(cwd), info_fd=False,
-                                 confinement=confinement, cleanup=cleanup)
+        def done() -> None:
+            sweep(scope.work_dir.absolute(), owner, managed=scope.managed, since=started)
+            cleanup()
 
-    def _rules(self, work: Path, tmp: Path, readonly: tuple[tuple[Path, str], ...]) -> LandlockRules:
+        return self._make_launch(lambda _fd: argv_list, env=env, cwd=cwd, info_fd=False,
+                                 confinement=confinement, cleanup=done)
+
+    def _plan(self, scope: SandboxScope, view: SandboxView, argv: tuple[str, ...],
+              env: dict[str, str], cwd: str
+              ) -> tuple[list[str], dict[str, str], str, Confinement, Callable[[], object]]:
+        """How one command starts under ``view``: argv, environment, working directory (a
+        sandbox path, ``/work/...``), confinement, and what to remove afterwards."""
+        work = scope.work_dir.absolute()
         everything = _kernel.handled_fs(self.abi)
+        if view == "namespace":
+            assert self._identity is not None
+            binds: list[_layout.Bind] = [(str(work), WORK_MOUNT, True, reach.idmap_owner(
+                work, self._identity, writable=True))]
+            binds += [(str(Path(host).absolute()), target, False,
+                       reach.idmap_owner(Path(host), self._identity, writable=False))
+                      for host, target in scope.readonly_mounts]
+            entries = _layout.view_entries(egress=self._policy.egress,
+                                           tmp_size=self._policy.tmp_size_bytes, binds=binds)
+            rules = [*self._system, *((p, everything) for p in (*_PRIVATE, WORK_MOUNT))]
+            rules += [(target, READ_EXEC) for _, target in scope.readonly_mounts]
+            confinement = Confinement(
+                identity=self._identity, rlimits=command_rlimits(self._policy, self._identity),
+                landlock=LandlockRules(abi=self.abi, rules=tuple(rules),
+                                       deny_tcp=not self._policy.egress),
+                seccomp=self._seccomp, view=tuple(entries))
+            return list(argv), env, cwd, confinement, _nothing
+        identity = (None if self._identity is None
+                    else reach.host_identity(work, self._identity, managed=scope.managed))
+        tmp = self._private_tmp(identity)
+        env = {**env, "TMPDIR": env.get("TMPDIR", str(tmp))}
         rules = [*self._system, (str(work), everything), (str(tmp), everything)]
-        rules += [(str(Path(host).absolute()), _READ_EXEC) for host, _ in readonly]
-        return LandlockRules(abi=self.abi, rules=tuple(rules), deny_tcp=not self._policy.egress)
+        rules += [(str(Path(host).absolute()), READ_EXEC) for host, _ in scope.readonly_mounts]
+        links = self._spool_dir / "links"
+        if scope.readonly_mounts and links.is_dir():
+            rules.append((str(links), _layout.READ))
+        confinement = Confinement(
+            identity=identity, rlimits=command_rlimits(self._policy, identity),
+            landlock=LandlockRules(abi=self.abi, rules=tuple(rules),
+                                   deny_tcp=not self._policy.egress),
+            seccomp=self._seccomp)
+        host_cwd = str(work / cwd[len(WORK_MOUNT):].lstrip("/"))
+        return list(argv), env, host_cwd, confinement, lambda: shutil.rmtree(tmp, ignore_errors=True)
 
-    def _private_tmp(self) -> Path:
+    def _private_tmp(self, identity: tuple[int, int] | None) -> Path:
         tmp = self._spool_dir / f"tmp-{new_id()}"
         tmp.mkdir(mode=0o700)
-        if self._identity is not None:
-            os.chown(tmp, *self._identity)
+        if identity is not None:
+            os.chown(tmp, *identity)
         return tmp
+
+
+def _nothing() -> None:
+    return None
 
 
 def landlock_available() -> bool:

@@ -30,6 +30,11 @@ from agentloom.sandbox.errors import (
 )
 
 SandboxMode = Literal["bubblewrap", "landlock", "unsandboxed"]
+#: How a command sees its folders: ``namespace`` — a view of its own (bubblewrap, or Landlock
+#: where root may make a mount namespace): the work folder at ``/work``, read-only mounts at
+#: ``/skills/...``, ``/resources/...``, a private ``/tmp``; ``host`` — the host's paths
+#: (Landlock without a mount namespace, ``none``): ``/work`` and ``/skills`` do not exist.
+SandboxView = Literal["namespace", "host"]
 #: What the configuration asks for (``sandbox.backend``): ``auto`` is bubblewrap, else
 #: Landlock, else a refusal; ``none`` (unconfined) is only ever used when written.
 SandboxBackend = Literal["auto", "bubblewrap", "landlock", "none"]
@@ -119,9 +124,11 @@ class SandboxScope:
     run_id: str
     work_dir: Path
     readonly_mounts: tuple[tuple[Path, str], ...] = ()
-    foreign: bool = False
-    """``work_dir`` is a folder of the user's (bound as the workspace): it is mounted as it
-    is, never given to the sandbox uid or re-moded."""
+    managed: bool = False
+    """``work_dir`` is a folder AgentLoom made for this scope (a run's work folder, a hook's
+    scratch folder): after each command it gets its ``0700`` back. Any other folder — a
+    folder of the user's bound as the workspace — keeps its owner, group and mode; the
+    sandbox never changes them (``sandbox.reach``: how it is worked in)."""
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -219,6 +226,26 @@ class SandboxHandle:
     lease_epoch: int
     image_digest: str | None
     sandbox_mode: SandboxMode
+    view: SandboxView
+    """Where a command of this scope sees its folders (``SandboxView``): under ``host``, a
+    path of the work folder or a read-only mount is its host path (``host_path``)."""
+    skills_dir: str | None = None
+    """Where a command sees the skills' folder (``/skills`` in a namespace view, a folder of
+    links at the host's paths otherwise), set as ``AGENTLOOM_SKILLS`` in its environment;
+    ``None`` when the scope mounts no skill."""
+
+    def host_path(self, path: str) -> str:
+        """``path`` (``/work/...``, ``/skills/<name>/...``, ``/resources/...``) as a command of
+        this scope sees it: unchanged in a namespace view, its host path otherwise; a path
+        under none of the scope's folders is returned as it is."""
+        if self.view == "namespace":
+            return path
+        pairs = [(WORK_MOUNT, str(self.scope.work_dir.absolute())),
+                 *((target, str(host.absolute())) for host, target in self.scope.readonly_mounts)]
+        for target, host in pairs:
+            if path == target or path.startswith(target + "/"):
+                return host + path[len(target):]
+        return path
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -41,30 +41,21 @@ from pathlib import Path
 from types import MappingProxyType
 
 from agentloom.ids import new_id
-from agentloom.sandbox import _kernel
-from agentloom.sandbox._base import ProcessGateway, _check_scope
+from agentloom.sandbox import _kernel, _layout, reach
+from agentloom.sandbox._base import ProcessGateway
 from agentloom.sandbox._execution import readable
 from agentloom.sandbox._installation import Installation, resolve_installation
 from agentloom.sandbox._limits import command_rlimits
-from agentloom.sandbox.bubblewrap import (
-    EGRESS_ETC,
-    PROC_READONLY,
-    RUNTIME_ETC,
-    RUNTIME_PATHS,
-    SANDBOX_HOSTNAME,
-    BubblewrapGateway,
-    _runtime_args,
-)
+from agentloom.sandbox.bubblewrap import SANDBOX_HOSTNAME, BubblewrapGateway
 from agentloom.sandbox.env import is_stripped
 from agentloom.sandbox.errors import (
     COMMAND_INVALID,
     LEASE_REVOKED,
     MOUNT_INVALID,
-    SANDBOX_UNAVAILABLE,
     SandboxError,
 )
 from agentloom.sandbox.identity import SANDBOX_UID
-from agentloom.sandbox.landlock import DEVICES, LandlockGateway
+from agentloom.sandbox.landlock import LandlockGateway
 from agentloom.sandbox.ports import (
     WORK_MOUNT,
     SandboxGateway,
@@ -78,8 +69,7 @@ SHIM = Path(__file__).with_name("_stdio_shim.py")
 #: How long a stopped server's supervisor has to kill its tree before it is SIGKILLed.
 STOP_TIMEOUT_S = 10.0
 DEFAULT_LANG = "C.UTF-8"
-_READ = _kernel.FS_READ_FILE | _kernel.FS_READ_DIR
-_READ_EXEC = _READ | _kernel.FS_EXECUTE
+_READ_EXEC = _layout.READ_EXEC
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,8 +162,8 @@ class StdioServers:
             SandboxError: ``LEASE_REVOKED`` (the epoch was revoked or superseded),
                 ``COMMAND_INVALID`` (not found), ``MOUNT_INVALID`` (a mount that is missing,
                 not absolute, or would expose the folders around the workspace),
-                ``SCOPE_INVALID``, ``SANDBOX_UNAVAILABLE`` (Landlock as root with an
-                installation the sandbox uid cannot reach).
+                ``SCOPE_INVALID``, ``FOLDER_UNREACHABLE`` (Landlock at the host's paths as
+                root, with a folder the server's uid cannot reach: named, with the fixes).
         """
         self._sweep()
         gateway = self._gateway
@@ -182,7 +172,7 @@ class StdioServers:
             gateway._check_epoch(run_id, lease_epoch)
             if lease_epoch < gateway._current_epoch.get(run_id, lease_epoch):
                 raise SandboxError(LEASE_REVOKED, f"run {run_id}: lease epoch {lease_epoch} was superseded")
-        _check_scope(scope, gateway._identity)
+        gateway.check_scope(scope)
         work = scope.work_dir.absolute()
         installation = resolve_installation(command.command, search_path=command.search_path)
         mounts = _check_mounts(command.mounts, installation, work)
@@ -192,24 +182,34 @@ class StdioServers:
         env = {k: v for k, v in command.env.items() if not is_stripped(k)}
         policy = gateway.policy
         record = _Record(run_id=run_id, lease_epoch=lease_epoch, tmp=None)
-        if mode == "bubblewrap":
-            assert isinstance(gateway, BubblewrapGateway)
+        if gateway.view == "namespace":
             overlaps = [m.path for m in mounts] + list(installation.roots)
             hidden = any(p == Path(WORK_MOUNT) or Path(WORK_MOUNT) in p.parents for p in overlaps)
             workspace_path = str(work) if hidden else WORK_MOUNT
             env.setdefault("HOME", "/tmp")
-            spec = self._bwrap_spec(gateway, installation, mounts, work, workspace_path, command)
+            binds = _server_binds(installation, mounts, work, workspace_path, gateway._identity)
+            if isinstance(gateway, BubblewrapGateway):
+                spec = self._bwrap_spec(gateway, binds, workspace_path, command)
+            else:
+                assert isinstance(gateway, LandlockGateway)
+                spec = self._view_spec(gateway, binds, workspace_path, command)
         else:
-            if isinstance(gateway, LandlockGateway) and gateway._identity is not None:
-                _reachable(installation, mounts, work)
+            identity = gateway._identity
+            if isinstance(gateway, LandlockGateway) and identity is not None:
+                identity = reach.host_identity(work, identity, managed=scope.managed)
+                reach.check_reach([*((root, reach.R | reach.X) for root in installation.roots),
+                                   (installation.executable, reach.R | reach.X),
+                                   *((m.path, reach.R | reach.X | (reach.W if m.writable else 0))
+                                     for m in mounts)], identity)
             workspace_path = str(work)
             record.tmp = self._dir / f"{token}.tmp"
             record.tmp.mkdir(mode=0o700)
-            if gateway._identity is not None:
-                os.chown(record.tmp, *gateway._identity)
+            if identity is not None:
+                os.chown(record.tmp, *identity)
             env.setdefault("HOME", str(record.tmp))
             env["TMPDIR"] = str(record.tmp)
-            spec = self._confined_spec(gateway, installation, mounts, work, record.tmp, command)
+            spec = self._confined_spec(gateway, installation, mounts, work, record.tmp, command,
+                                       identity)
         env.setdefault("LANG", DEFAULT_LANG)
         env["PATH"] = ":".join(dict.fromkeys([*installation.path_dirs, *policy.path.split(":")]))
         spec.update(token=token, parent=os.getpid(), env=sorted(env),
@@ -283,9 +283,8 @@ class StdioServers:
 
     # -- specs ---------------------------------------------------------------------------
 
-    def _bwrap_spec(self, gateway: BubblewrapGateway, installation: Installation,
-                    mounts: tuple[StdioMount, ...], work: Path, workspace_path: str,
-                    command: StdioCommand) -> dict[str, object]:
+    def _bwrap_spec(self, gateway: BubblewrapGateway, binds: list[_layout.Bind],
+                    workspace_path: str, command: StdioCommand) -> dict[str, object]:
         policy = gateway.policy
         uid = str(SANDBOX_UID)
         head = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
@@ -293,41 +292,78 @@ class StdioServers:
             head.append("--unshare-net")
         head += ["--uid", uid, "--gid", uid, "--hostname", SANDBOX_HOSTNAME, "--disable-userns",
                  "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-        runtime = [*_runtime_args(egress=command.network), "--proc", "/proc"]
-        for path in PROC_READONLY:
+        runtime = [*_layout.bwrap_runtime_args(egress=command.network), "--proc", "/proc"]
+        for path in _layout.PROC_READONLY:
             runtime += ["--ro-bind-try", path, path]
         size = str(policy.tmp_size_bytes)
         runtime += ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
                     "--size", size, "--tmpfs", "/tmp"]
-        binds: list[tuple[str, str, bool]] = [(str(r), str(r), False) for r in installation.roots]
-        binds += [(str(m.path), str(m.path), m.writable) for m in mounts]
-        binds.append((str(work), workspace_path, True))  # last: on top of everything
+        staged = gateway.stages_sources
         return {
             "mode": "bubblewrap", "bwrap": gateway._bwrap, "head": head, "runtime": runtime,
-            "binds": binds, "tail": ["--remount-ro", "/", "--chdir", workspace_path],
-            "stage": gateway.stages_sources, "identity": gateway._identity,
+            "binds": [_entry(b, idmapped=staged) for b in binds],
+            "tail": ["--remount-ro", "/", "--chdir", workspace_path],
+            "stage": staged, "identity": gateway._identity,
             "rlimits": gateway._rlimits, "seccomp": seccomp_program(deny_sockets=False).hex(),
         }
 
+    def _view_spec(self, gateway: LandlockGateway, binds: list[_layout.Bind],
+                   workspace_path: str, command: StdioCommand) -> dict[str, object]:
+        """Landlock in a root of its own (``_view``): the server's installation and mounts at
+        their own paths, the workspace at ``workspace_path``, a private ``/tmp``."""
+        everything = _kernel.handled_fs(gateway.abi)
+        entries = _layout.view_entries(egress=command.network,
+                                       tmp_size=gateway.policy.tmp_size_bytes, binds=binds)
+        rules = [*_layout.system_rules(egress=command.network),
+                 *((p, everything) for p in ("/tmp", "/dev/shm"))]
+        rules += [(target, everything if writable else _READ_EXEC)
+                  for _, target, writable, _ in binds]
+        confine = {
+            "cwd": workspace_path, "identity": gateway._identity,
+            "rlimits": command_rlimits(gateway.policy, gateway._identity),
+            "landlock": {"abi": gateway.abi, "rules": rules, "deny_tcp": not command.network},
+            "seccomp": seccomp_program(deny_sockets=not command.network).hex(),
+            "view": entries,
+        }
+        return {"mode": "landlock", "confine": confine, "cwd": workspace_path}
+
     def _confined_spec(self, gateway: ProcessGateway, installation: Installation,
                        mounts: tuple[StdioMount, ...], work: Path, tmp: Path,
-                       command: StdioCommand) -> dict[str, object]:
+                       command: StdioCommand, identity: tuple[int, int] | None
+                       ) -> dict[str, object]:
         if not isinstance(gateway, LandlockGateway):  # backend ``none``: asked for by name
             return {"mode": "none", "confine": None, "cwd": str(work)}
         everything = _kernel.handled_fs(gateway.abi)
-        system = [(p, _READ_EXEC) for p in RUNTIME_PATHS if os.path.exists(p)]
-        system += [(p, _READ) for p in RUNTIME_ETC + (EGRESS_ETC if command.network else ())]
-        system += [(p, _kernel.FS_READ_FILE | _kernel.FS_WRITE_FILE) for p in DEVICES]
-        rules = [*system, (str(work), everything), (str(tmp), everything)]
+        rules = [*_layout.system_rules(egress=command.network), (str(work), everything),
+                 (str(tmp), everything)]
         rules += [(str(r), _READ_EXEC) for r in installation.roots]
         rules += [(str(m.path), everything if m.writable else _READ_EXEC) for m in mounts]
         confine = {
-            "cwd": str(work), "identity": gateway._identity,
-            "rlimits": command_rlimits(gateway.policy, gateway._identity),
+            "cwd": str(work), "identity": identity,
+            "rlimits": command_rlimits(gateway.policy, identity),
             "landlock": {"abi": gateway.abi, "rules": rules, "deny_tcp": not command.network},
             "seccomp": seccomp_program(deny_sockets=not command.network).hex(),
         }
         return {"mode": "landlock", "confine": confine, "cwd": str(work)}
+
+
+def _server_binds(installation: Installation, mounts: tuple[StdioMount, ...], work: Path,
+                  workspace_path: str, identity: tuple[int, int] | None) -> list[_layout.Bind]:
+    """The server's binds in a namespace view: its installation and declared mounts at their
+    own paths, the workspace last (on top of everything); each idmapped where the sandbox
+    uid could not use it as it is (root only)."""
+    binds: list[_layout.Bind] = [
+        (str(r), str(r), False, reach.idmap_owner(r, identity, writable=False))
+        for r in installation.roots]
+    binds += [(str(m.path), str(m.path), m.writable,
+               reach.idmap_owner(m.path, identity, writable=m.writable)) for m in mounts]
+    binds.append((str(work), workspace_path, True, reach.idmap_owner(work, identity, writable=True)))
+    return binds
+
+
+def _entry(bind: _layout.Bind, *, idmapped: bool) -> list[object]:
+    source, target, writable, idmap = bind
+    return [source, target, writable, list(idmap) if idmap is not None and idmapped else None]
 
 
 def _check_mounts(mounts: tuple[StdioMount, ...], installation: Installation,
@@ -349,19 +385,6 @@ def _check_mounts(mounts: tuple[StdioMount, ...], installation: Installation,
                                "(and the folders of other runs)", phase="ensure")
         checked.append(StdioMount(path=path, writable=mount.writable))
     return tuple(checked)
-
-
-def _reachable(installation: Installation, mounts: tuple[StdioMount, ...], work: Path) -> None:
-    """Landlock as root: the server runs as the sandbox uid at the host's paths, so every
-    folder above what it needs must be searchable by others."""
-    for target in (*installation.roots, *(m.path for m in mounts), installation.executable):
-        for folder in target.parents:
-            if not os.stat(folder).st_mode & 0o001:
-                raise SandboxError(
-                    SANDBOX_UNAVAILABLE,
-                    f"under Landlock the server runs as uid {SANDBOX_UID}, which cannot reach "
-                    f"{target} ({folder} is not searchable); install it elsewhere, make {folder} "
-                    "searchable (chmod o+x) or install bubblewrap", phase="ensure")
 
 
 def _terminate(pid: int, start: str) -> bool:

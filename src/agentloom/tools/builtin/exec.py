@@ -32,8 +32,10 @@ from agentloom.sandbox import (
     ExecCommand,
     ExecutionResult,
     SandboxGateway,
+    SandboxHandle,
     SandboxScope,
 )
+from agentloom.sandbox.ports import WORK_MOUNT
 from agentloom.workspace.blobs import BLOB_REF_PREFIX, FileBlobStore
 from agentloom.workspace.resolver import WorkspaceResolver
 
@@ -101,13 +103,13 @@ class ExecHandler:
             folder = self.resolver.scopes.ensure_folder(scope)
             mounts = () if self.mounts is None else await asyncio.to_thread(self.mounts,
                                                                             context.role)
-            if mounts and gateway.sandbox_mode != "bubblewrap":
-                command = _host_paths(command, mounts)
             handle = await gateway.ensure(
                 SandboxScope(workspace_scope_id=scope.workspace_scope_id, run_id=context.run_id,
-                             work_dir=folder, foreign=scope.bound_path is not None,
+                             work_dir=folder, managed=scope.bound_path is None,
                              readonly_mounts=mounts),
                 None, context.lease_epoch or 0)
+            if mounts and handle.view == "host":
+                command = _host_paths(command, handle)
             execution = await gateway.execute(
                 handle, command, BusinessOwner(operation_id=context.operation_id,
                                                attempt_no=context.attempt_no),
@@ -182,20 +184,16 @@ def _summary(result: ExecutionResult, refs: dict[str, str]) -> dict[str, Any]:
     return body
 
 
-def _host_paths(command: ExecCommand, mounts: tuple[tuple[Path, str], ...]) -> ExecCommand:
-    """Without a mount namespace (Landlock, none) a read-only mount keeps its host path: an
-    ``argv`` item naming ``/skills/<name>`` or a path below it is given that host path (the
-    ``shell_script`` text is left as written)."""
+def _host_paths(command: ExecCommand, handle: SandboxHandle) -> ExecCommand:
+    """At the host's paths (Landlock without a mount namespace, ``none``) a read-only mount
+    keeps its host path: an ``argv`` item naming ``/skills/<name>`` or a path below it is
+    given that host path (the ``shell_script`` text is left as written: it has
+    ``$AGENTLOOM_SKILLS``)."""
     if command.argv is None:
         return command
-    argv = []
-    for item in command.argv:
-        for host, target in mounts:
-            if item == target or item.startswith(target + "/"):
-                item = str(host) + item[len(target):]
-                break
-        argv.append(item)
-    return replace(command, argv=tuple(argv))
+    return replace(command, argv=tuple(
+        handle.host_path(item) if item != WORK_MOUNT and not item.startswith(WORK_MOUNT + "/")
+        else item for item in command.argv))
 
 
 def _refused(code: str, message: str) -> ToolResult:
