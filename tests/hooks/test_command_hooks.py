@@ -224,6 +224,43 @@ async def test_i16_4_command_hook_cannot_write_the_project_folder_or_the_workspa
     assert not (h.project / "pwned").exists() and not (workdir / "pwned").exists()
 
 
+async def test_i33_4_a_command_hook_whose_program_is_not_found_denies_the_call_though_it_fails_open(
+    make: Any,
+) -> None:
+    h = await make(lambda p: [command("guard", argv=("/nonexistent/guard.sh",), project=p,
+                                      on_failure="allow")])
+    result = await h.call()
+    assert result.outcome == "denied_before_execution" and h.tool.calls == []
+    assert "could not start" in result.reason and "was not found" in result.reason
+    assert "/nonexistent/guard.sh" in result.reason  # the shell's own words reach the model
+    row = h.rows(result.operation_id)["guard"]
+    assert (row["status"], row["decision"], row["data"]["not_started"]) == ("failed", "deny", True)
+
+
+async def test_i33_4_a_command_hook_whose_program_cannot_be_run_denies_the_call(
+    make: Any, tmp_path: Path,
+) -> None:
+    def hooks(project: Path) -> list[HookSpec]:
+        script = project / "guard.sh"
+        script.write_text("#!/bin/sh\nexit 0\n")
+        os.chmod(script, 0o644)  # not executable
+        return [command("guard", "./guard.sh", project=project)]  # run in the project folder
+
+    h = await make(hooks)
+    result = await h.call()
+    assert result.outcome == "denied_before_execution" and h.tool.calls == []
+    assert "could not start" in result.reason and "cannot be run" in result.reason
+    assert h.rows(result.operation_id)["guard"]["data"]["not_started"] is True
+
+
+async def test_i33_4_a_command_hook_whose_own_code_fails_still_fails_open(make: Any) -> None:
+    h = await make(lambda p: [command("flaky", "echo 'policy service down' >&2; exit 1", project=p)])
+    result = await h.call()
+    assert result.succeeded and len(h.tool.calls) == 1  # the hook's own failure: fail-open
+    row = h.rows(result.operation_id)["flaky"]
+    assert row["status"] == "failed" and "not_started" not in row["data"]
+
+
 async def test_i16_4_no_sandbox_is_a_hook_failure_naming_sandbox_unavailable(
     tmp_path: Path,
 ) -> None:
@@ -232,7 +269,7 @@ async def test_i16_4_no_sandbox_is_a_hook_failure_naming_sandbox_unavailable(
     project = open_folder(tmp_path / "project")
     kernel = Kernel(f"sqlite:///{tmp_path / 'agentloom.db'}", workspace_root=tmp_path / "ws",
                     sandbox_backend="bubblewrap",
-                    hooks=[command("guard", "exit 0", project=project, on_failure="deny")])
+                    hooks=[command("guard", "exit 0", project=project, on_failure="allow")])
     try:
         tool = CountingTool()
         kernel.publish("rel", [(spec(), tool)], roles={"main": ["demo.echo"]})
@@ -241,7 +278,9 @@ async def test_i16_4_no_sandbox_is_a_hook_failure_naming_sandbox_unavailable(
                                           kernel.invocation_context(lease, release_id="rel"))
         (row,) = kernel.store.query("hook_invocations", {"operation_id": result.operation_id})
         assert row["status"] == "failed" and "SANDBOX_UNAVAILABLE" in row["data"]["diagnostic"]
-        assert result.outcome == "denied_before_execution" and tool.calls == []  # never unconfined
+        # never unconfined, and never passed over though the hook fails open (issue #33)
+        assert row["data"]["not_started"] is True
+        assert result.outcome == "denied_before_execution" and tool.calls == []
     finally:
         kernel.close()
 

@@ -40,6 +40,7 @@ from agentloom.hooks.runner import HookRunner, PythonHookRunner
 from agentloom.hooks.runners import (
     CommandHookRunner,
     HookEnvironment,
+    HookStartFailed,
     HttpHookRunner,
     McpHookHost,
     McpHookRunner,
@@ -58,12 +59,15 @@ EndedBy = Literal["run_deadline", "stop"]
 @dataclass(frozen=True, slots=True)
 class HookRun:
     """The result of running one hook: a parsed decision, or why there is none;
-    ``ended_by`` says what made the run give up on an ``abandoned`` hook."""
+    ``ended_by`` says what made the run give up on an ``abandoned`` hook; ``not_started``: a
+    ``failed`` hook the runtime could not start (``HookStartFailed``), which the pipeline
+    never passes over."""
 
     status: ExecutionStatus
     decision: ParsedDecision | None
     diagnostic: str | None
     ended_by: EndedBy | None = None
+    not_started: bool = False
 
 
 class HookManager:
@@ -234,6 +238,8 @@ def _ended(spec: HookSpec, task: asyncio.Task[ParsedDecision | _Raised | _Invali
     else:
         outcome = task.result()
     match outcome:
+        case _Raised(error=HookStartFailed() as raised):
+            return HookRun("failed", None, _describe(raised, bare=True), not_started=True)
         case _Raised(error=raised):
             return HookRun("failed", None, f"hook {spec.hook_id!r} raised {_describe(raised)}")
         case _Invalid(message=message):
@@ -281,8 +287,8 @@ def _settle(future: asyncio.Future[Settled], why: Settled) -> None:
         future.set_result(why)
 
 
-def _describe(error: BaseException) -> str:
-    text = redact_secrets(f"{type(error).__name__}: {error}")
+def _describe(error: BaseException, *, bare: bool = False) -> str:
+    text = redact_secrets(str(error) if bare else f"{type(error).__name__}: {error}")
     if len(text) > DIAGNOSTIC_LIMIT:
         text = text[: DIAGNOSTIC_LIMIT - 1] + "…"
     return text

@@ -21,7 +21,9 @@ decision discarded, ``ended_by`` recorded) and the call ``cancelled`` (stop) or 
 ``RUN_DEADLINE_EXCEEDED`` (deadline). After a crash, a hook that
 started without a committed decision is ``indeterminate``: recorded, not run
 again, fail-open. A hook with ``on_failure: deny`` that fails, times out, returns no
-valid decision, has its patch dropped or is ``indeterminate`` denies the call instead.
+valid decision, has its patch dropped or is ``indeterminate`` denies the call instead; a
+command hook the runtime could not start (``HookRun.not_started``) always does (000 §5.2:
+a runtime execution failure is never passed over by fail-open).
 
 Owns: running, recording and resuming the hooks of one timing. Does not own: the call's
 other phases or how a deny or a stop ends it (``pipeline.call``), nor which hooks match
@@ -106,6 +108,9 @@ class HookChain:
                 record["ended_by"] = run.ended_by
                 return await call.stopped(hook, position, timing, record,
                                           by=run.ended_by or "stop")
+            if run.not_started:  # a runtime failure, never passed over (000 §5.2)
+                return await self._deny_not_started(hook, position, record,
+                                                    run.diagnostic or run.status)
             if run.status in FAILURE_STATUSES and hook.on_failure == "deny":
                 return await self._deny_on_failure(hook, position, record,
                                                    run.diagnostic or run.status)
@@ -224,7 +229,7 @@ class HookChain:
             "run_id": state.run_id, "operation_id": state.operation_id,
             "capability": state.capability_key, "hook_id": record.get("hook_id"),
             "timing": self.timing, "status": status, "code": code, "message": message,
-            "denied": record.get("on_failure") == "deny"})
+            "denied": record.get("on_failure") == "deny" or bool(record.get("not_started"))})
 
     async def _deny_on_failure(
         self, hook: HookSpec, position: int, record: dict[str, Any], why: str,
@@ -238,6 +243,18 @@ class HookChain:
             self._warn(record)
         return await self.call.deny(hook, position, self.timing, record,
                                     status=str(record["status"]))
+
+    async def _deny_not_started(
+        self, hook: HookSpec, position: int, record: dict[str, Any], why: str,
+    ) -> OperationResult:
+        """A command hook the runtime could not start (its sandbox refused, its folder or
+        program unreachable): a runtime execution failure, which fail-open never bypasses
+        (000 §5.2), so the call is denied with why, whatever the hook's ``on_failure``."""
+        record["decision"] = "deny"
+        record["not_started"] = True
+        record["reason"] = f"{why} — a hook that could not start denies the call"
+        self._warn(record)
+        return await self.call.deny(hook, position, self.timing, record, status="failed")
 
     async def _commit_hook(self, position: int, record: dict[str, Any], extra: list[Op], *,
                            status: str) -> None:

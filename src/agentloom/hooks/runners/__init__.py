@@ -13,10 +13,10 @@ and the pipeline commits it: every kind has the same statuses, fail-open, ``on_f
 recovery.
 """
 
-from agentloom.hooks.runners._common import HookRunFailed
+from agentloom.hooks.runners._common import HookRunFailed, HookStartFailed
 from agentloom.hooks.runners.command import CommandHookRunner, HookEnvironment
 from agentloom.hooks.runners.http import HttpHookRunner
 from agentloom.hooks.runners.mcp import McpHookHost, McpHookRunner
 
-__all__ = ["CommandHookRunner", "HookEnvironment", "HookRunFailed", "HttpHookRunner",
-           "McpHookHost", "McpHookRunner"]
+__all__ = ["CommandHookRunner", "HookEnvironment", "HookRunFailed", "HookStartFailed",
+           "HttpHookRunner", "McpHookHost", "McpHookRunner"]

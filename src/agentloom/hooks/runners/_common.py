@@ -33,6 +33,16 @@ class HookRunFailed(AgentLoomError):
     default_category: ErrorCategory = "validation"
 
 
+class HookStartFailed(HookRunFailed):
+    """The runtime could not start a command hook — its sandbox refused, its folder or its
+    program could not be reached — so the hook's own code never ran. A runtime execution
+    failure, not the hook's (000 §5.2, the outcome table's last row): fail-open never passes
+    over it; the call is denied with this reason, whatever the hook's ``on_failure``."""
+
+    default_code = "HOOK_NOT_STARTED"
+    default_category: ErrorCategory = "permission"
+
+
 class Secrets:
     """The values ``${VAR}`` expanded to for one hook run, scrubbed from what it reports."""
 

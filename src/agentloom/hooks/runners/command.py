@@ -7,6 +7,10 @@ only when written), owned by the hook (``HookOwner``)::
     event ─► <scratch>/event.json ─► gateway.execute(sh -c 'cd "$AGENTLOOM_PROJECT_DIR";
                exec < event.json; <command line>')  (argv: ... exec "$@", no shell parsing)
     exit 0: stdout is the decision (empty: allow) · exit 2: deny, stderr the reason
+    not started — the sandbox refused (``SandboxError``), or exit 126 / 127 (the project
+    folder or the program could not be reached or run: the shell's "cannot execute" and
+    "not found", the sandbox's "could not confine"): ``HookStartFailed``, which denies the
+    call whatever the hook's ``on_failure`` (000 §5.2)
     any other exit: the hook failed · cancelled (its timeout, the run's stop): the
     execution is terminated — every process of it killed, as for ``exec``
     format: claude-code — stdin and stdout in Claude Code's shapes (``hooks.claude.shim``)
@@ -14,10 +18,10 @@ only when written), owned by the hook (``HookOwner``)::
 What the command sees: exactly its declared ``env`` (``${VAR}`` filled in from the runtime's
 environment) plus ``PATH``, ``AGENTLOOM_PROJECT_DIR`` / ``CLAUDE_PROJECT_DIR`` (the config
 file's folder, its working folder) and ``AGENTLOOM_WORKSPACE_DIR`` (the run's workspace, when
-it has one), both mounted read-only — under bubblewrap at ``/resources/project`` and
-``/resources/workspace``, under Landlock at their host paths with read rights only. Its only
-writable folders are a scratch folder (``/work`` under bubblewrap, deleted after the hook) and
-``/tmp``. No network.
+it has one), both mounted read-only — in a namespace view (bubblewrap; Landlock as root with a
+mount namespace) at ``/resources/project`` and ``/resources/workspace``, at the host's paths
+otherwise, with read rights only. Its only writable folders are a scratch folder (``/work`` in
+a namespace view, deleted after the hook) and ``/tmp``. No network.
 
 Owns: turning a ``command`` handler and an event into one sandboxed execution and its result
 into a decision. Does not own: the sandbox (``agentloom.sandbox``), the timeout (the
@@ -41,6 +45,7 @@ from agentloom.hooks.claude.shim import claude_decision, claude_event
 from agentloom.hooks.event import HookEvent
 from agentloom.hooks.runners._common import (
     HookRunFailed,
+    HookStartFailed,
     Secrets,
     decision_of,
     event_json,
@@ -69,8 +74,14 @@ BACKSTOP_S = 2.0  # the execution's own timeout runs this long past the hook's
 DENY_EXIT = 2
 EVENT_FILE = "event.json"
 # Start in the project folder with the event on stdin; a command line then runs in this same
-# shell (one process fewer than ``sh -c`` in ``sh -c``), an argv replaces it.
-PROLOGUE = 'cd -- "${AGENTLOOM_PROJECT_DIR:-.}" || exit 126; exec < %s'
+# shell (one process fewer than ``sh -c`` in ``sh -c``), an argv replaces it. A folder or event
+# file it cannot reach is exit 126 (a failed ``exec <`` would end the shell with 2: a deny).
+PROLOGUE = ('cd -- "${AGENTLOOM_PROJECT_DIR:-.}" || exit 126; '
+            '[ -r %(event)s ] || { echo "cannot read the event file" >&2; exit 126; }; '
+            'exec < %(event)s')
+#: Exit statuses of a hook that did not start: the shell's "found but cannot execute" and
+#: "not found" (also the sandbox's "could not confine" and "cannot run").
+NOT_STARTED = {126: "cannot be run", 127: "was not found"}
 
 Gateway = BubblewrapGateway | LandlockGateway | UnsandboxedGateway
 
@@ -121,10 +132,9 @@ class CommandHookRunner:
         env = secrets.expand_all(handler.env, what=f"hook {spec.hook_id!r} env")
         try:
             gateway = await self._gateway_ready()
-        except SandboxError as exc:  # SANDBOX_UNAVAILABLE: a hook failure, never unconfined
-            raise HookRunFailed(f"hook {spec.hook_id!r}: {exc.code}: {exc.error.message}",
-                                code=exc.code) from None
-        bwrap = gateway.sandbox_mode == "bubblewrap"
+        except SandboxError as exc:  # SANDBOX_UNAVAILABLE: never unconfined, never passed over
+            raise _not_started(spec, exc) from None
+        bwrap = gateway.view == "namespace"  # mounts at /work, /resources/... (else host paths)
         mounts: list[tuple[Path, str]] = []
         if handler.project_dir is not None:
             mounts.append((Path(handler.project_dir), PROJECT_MOUNT))
@@ -136,22 +146,26 @@ class CommandHookRunner:
             env["AGENTLOOM_WORKSPACE_DIR"] = WORKSPACE_MOUNT if bwrap else str(workspace)
         stdin = _stdin(spec, event, env)
         # In the gateway's own spool: reclaimed with it if this process dies mid-hook.
-        scratch = Path(tempfile.mkdtemp(prefix="hook-", dir=gateway._spool_dir))
+        scratch = gateway.scratch_folder("hook-")
         (scratch / EVENT_FILE).write_bytes(stdin)
         (scratch / EVENT_FILE).chmod(0o644)
-        prologue = PROLOGUE % shlex.quote(f"/work/{EVENT_FILE}" if bwrap
-                                          else str(scratch / EVENT_FILE))
+        prologue = PROLOGUE % {"event": shlex.quote(f"/work/{EVENT_FILE}" if bwrap
+                                                    else str(scratch / EVENT_FILE))}
         argv = (("/bin/sh", "-c", f"{prologue}\n{handler.command}") if handler.command is not None
                 else ("/bin/sh", "-c", f'{prologue}; exec "$@"', "sh", *(handler.argv or ())))
         timeout = spec.timeout_s + BACKSTOP_S
         try:
             handle = await gateway.ensure(
                 SandboxScope(workspace_scope_id=f"hook-{scratch.name}", run_id=event.run_id,
-                             work_dir=scratch, readonly_mounts=tuple(mounts)), None, 0)
+                             work_dir=scratch, readonly_mounts=tuple(mounts), managed=True),
+                None, 0)
             execution = await gateway.execute(
                 handle, ExecCommand(argv=argv, env_patch=env, timeout_s=timeout),
                 HookOwner(hook_invocation_id=f"{event.operation_id}:{spec.hook_id}"),
                 time.time() + timeout)
+        except SandboxError as exc:  # refused before anything ran
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise _not_started(spec, exc) from None
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
@@ -215,6 +229,11 @@ class CommandHookRunner:
                 await self._gateway.aclose()
 
 
+def _not_started(spec: HookSpec, exc: SandboxError) -> HookStartFailed:
+    return HookStartFailed(f"hook {spec.hook_id!r} could not start: {exc.code}: "
+                           f"{exc.error.message}", code=exc.code)
+
+
 def _stdin(spec: HookSpec, event: HookEvent, env: dict[str, str]) -> bytes:
     """The event as the handler's ``format`` writes it; a Claude Code script's ``cwd`` is the
     workspace (where the tools' relative paths point), else the project folder."""
@@ -233,6 +252,10 @@ def _decision(spec: HookSpec, event: HookEvent, result: ExecutionResult,
         why = "timed out" if result.timed_out else "was killed"
         raise HookRunFailed(f"{where}: the command {why}; every process of it was killed",
                             code="HOOK_COMMAND_KILLED")
+    if result.exit_code in NOT_STARTED:
+        tail = f": {stderr}" if stderr else ""
+        raise HookStartFailed(f"{where} could not start: its command {NOT_STARTED[result.exit_code]} "
+                              f"(exit status {result.exit_code}){tail}", code="HOOK_NOT_STARTED")
     if result.exit_code == DENY_EXIT:
         return {"decision": "deny",
                 "reason": stderr or f"{where} denied the call (exit status 2)"}
