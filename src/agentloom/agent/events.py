@@ -56,8 +56,8 @@ __all__ = [
     "PAYLOADS", "TERMINAL", "CallStatus", "ContextCompacted", "EventData", "EventSink",
     "HookWarning", "ModelCallCompleted", "ModelCallStarted", "NodeCompleted", "NodeStarted",
     "RunEvent", "RunFinished",
-    "RunStarted", "ToolCallCompleted", "ToolCallStarted", "envelope_status", "run_events",
-    "stored_response", "summary_of",
+    "RunStarted", "ToolCallCompleted", "ToolCallStarted", "command_failure", "envelope_status",
+    "run_events", "stored_response", "summary_of",
 ]
 
 CallStatus = Literal["succeeded", "failed", "denied", "unknown", "cancelled"]
@@ -68,6 +68,8 @@ TERMINAL = TERMINAL_RUN_STATUSES
 
 SUMMARY_LIMIT = 200
 SUMMARY_WINDOW = 16 * SUMMARY_LIMIT  # characters of a result looked at for its summary
+COMMAND_TAIL = 300  # characters of a failed command's output its summary ends with …
+COMMAND_LINES = 5  # … and at most this many of its last lines
 
 
 # -- payloads ------------------------------------------------------------------------------
@@ -291,13 +293,53 @@ def envelope_status(envelope: OperationResult) -> CallStatus:
 
 
 def summary_of(envelope: OperationResult) -> str:
-    """A short summary taken from the call's actual result (or its error / denial)."""
+    """A short summary taken from the call's actual result (or its error / denial): its head,
+    on one line, at most ``SUMMARY_LIMIT`` characters — but ``exit N: <stderr tail>`` for a
+    command that exited non-zero (``command_failure``), whose head says nothing."""
+    body = _json_body(envelope.result) if envelope.outcome == "succeeded" else None
+    failure = command_failure(body) if body is not None else None
+    if failure is not None:
+        return failure
     text = envelope.describe()
     cut = len(text) > SUMMARY_WINDOW
     if cut:  # summarise the head: a large result is never copied whole
         text = text[:SUMMARY_WINDOW]
     text = text.strip().replace("\n", " ")
     return text if len(text) <= SUMMARY_LIMIT and not cut else text[: SUMMARY_LIMIT - 1] + "…"
+
+
+def command_failure(body: Mapping[str, Any]) -> str | None:
+    """``exit N: <the last lines of stderr>`` for the result of a command that exited non-zero
+    (a JSON object with an integer ``exit_code`` and a ``stderr`` text, as ``exec`` returns),
+    ``exit N, stdout: <its last lines>`` when stderr is empty, ``exit N, no output`` when both
+    are; None for anything else, a zero exit included. The tail is the last ``COMMAND_LINES``
+    non-blank lines joined by `` ⏎ ``, at most ``COMMAND_TAIL`` characters (``…`` in front when
+    cut): where a failing command says why."""
+    code, stderr = body.get("exit_code"), body.get("stderr")
+    if type(code) is not int or code == 0 or not isinstance(stderr, str):
+        return None
+    stdout = body.get("stdout")
+    if tail := _tail(stderr):
+        return f"exit {code}: {tail}"
+    if isinstance(stdout, str) and (tail := _tail(stdout)):
+        return f"exit {code}, stdout: {tail}"
+    return f"exit {code}, no output"
+
+
+def _tail(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    tail = " ⏎ ".join(lines[-COMMAND_LINES:])
+    if len(tail) > COMMAND_TAIL - 1:
+        return "…" + tail[-(COMMAND_TAIL - 1):]
+    return "… " + tail if len(lines) > COMMAND_LINES else tail
+
+
+def _json_body(result: ToolResult | None) -> Mapping[str, Any] | None:
+    """The JSON object a result holds as its one content block; None otherwise."""
+    if result is None or len(result.content) != 1 or not isinstance(result.content[0], JsonBlock):
+        return None
+    data = result.content[0].data
+    return data if isinstance(data, Mapping) else None
 
 
 def stored_response(result: ToolResult | None) -> ModelResponse | None:

@@ -57,7 +57,9 @@ async def consume(handle: RunHandle, view: render.LiveView | None) -> None:
     """Show the handle's events until the run ends; iterated in the caller's task so the
     subscription exists before the run's task takes its first step (no event is missed)."""
     async for event in handle.events():
-        if event.type == "hook.warning":  # one line on stderr, with --json too
+        # One line on stderr as it happens, with --json too; the human output lists them all
+        # again at its end (main._finish, from the store: those of an earlier process too).
+        if event.type == "hook.warning":
             say(stderr_console(), render.hook_warning(event.data))
         elif view is not None:
             view.handle(event)

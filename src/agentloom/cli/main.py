@@ -119,14 +119,16 @@ def _read_task(task: str | None) -> str:
 def _finish(result: RunResult, agent: str | None, as_json: bool, store_url: str | None,
             *, hint: bool = True) -> None:
     warn_unconfirmed(result)
+    # The run as `runs show` has it: its usage totals and its hook warnings (every one the run
+    # recorded, those of an earlier process that drove it included).
+    detail: dict[str, Any] = {}
+    if store_url is not None:
+        with _store(store_url, None, read_only=True) as opened:
+            detail = run_detail(opened, result.run_id) or {}
+    warnings = detail.get("warnings", [])
     if as_json:
-        detail: dict[str, Any] = {}
-        if store_url is not None:  # the run's usage totals, as `runs show` counts them
-            with _store(store_url, None, read_only=True) as opened:
-                detail = run_detail(opened, result.run_id) or {}
         print_json({**result.to_dict(), "agent": agent, "usage": detail.get("usage"),
-                    "duration_s": detail.get("duration_s"),
-                    "warnings": detail.get("warnings", [])})
+                    "duration_s": detail.get("duration_s"), "warnings": warnings})
     else:
         render.print_result(stdout_console(), result)
         if result.workspace is not None:
@@ -139,6 +141,7 @@ def _finish(result: RunResult, agent: str | None, as_json: bool, store_url: str 
             say(stdout_console(), "\nEvery call is recorded. See them with:\n"
                 f"  agentloom runs show {result.run_id}{where}\n"
                 f"  agentloom runs events {result.run_id}{where}")
+        render.print_hook_warnings(stderr_console(), warnings)  # last, where one looks
     if result.status in ("waiting", "pending"):
         raise typer.Exit(EXIT_WAITING)
     raise typer.Exit(EXIT_OK if result.status == "succeeded" else EXIT_FAILED)

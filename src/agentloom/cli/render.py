@@ -6,14 +6,17 @@ characters escaped, its markup printed as text (table cells are ``Text``, never 
 
 The live view shows one row per model, tool or delegation call — role, call id, capability,
 status and a summary of the actual result — from the run handle's events. On a terminal it
-redraws in place; otherwise (a pipe, a CI log) it prints one line per finished call.
+redraws in place; otherwise (a pipe, a CI log) it prints one line per finished call. A command
+that exited non-zero is summarised by its exit code and the tail of its stderr
+(``agentloom.agent.events.command_failure``), live and in ``runs show``. A run's hook
+warnings are printed once more at the end of its output (``print_hook_warnings``).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -25,11 +28,13 @@ from rich.text import Text
 
 from agentloom.agent import RunEvent, RunResult
 from agentloom.agent.diagnosis import diagnosis_lines
+from agentloom.agent.events import command_failure
 from agentloom.agent.spec import DELEGATE_PREFIX
 from agentloom.agent.views import USAGE_FIELDS, excerpt
 from agentloom.cli.terminal import plain, printable
 
-__all__ = ["LiveView", "print_events", "print_result", "print_run_detail", "print_runs"]
+__all__ = ["LiveView", "hook_warning", "print_events", "print_hook_warnings", "print_result",
+           "print_run_detail", "print_runs"]
 
 STATUS_STYLE = {
     "succeeded": "green", "running": "yellow", "started": "yellow", "failed": "red",
@@ -37,6 +42,9 @@ STATUS_STYLE = {
     "timed_out": "red", "interrupted": "bright_red",
 }
 TEXT_LIMIT = 160
+# A call's summary is shown whole: its event keeps it short (200 characters; a failed command's
+# exit code and stderr tail, ~310); this only bounds what another producer might send.
+SUMMARY_SHOWN = 400
 ROW_LIMIT = 80  # a summary in a table row
 
 
@@ -127,7 +135,7 @@ class LiveView:
         if call is None:
             return
         summary = summary.removeprefix(f"{status}:").strip()
-        call.status, call.summary = printable(status), printable(excerpt(summary, TEXT_LIMIT))
+        call.status, call.summary = printable(status), printable(excerpt(summary, SUMMARY_SHOWN))
         if self._live is None:  # every field of a _Call is printable() already
             self._line(Text.assemble(
                 f"{call.role:<10} {call.kind:<10} {call.name} ",
@@ -295,9 +303,9 @@ def _operation(i: int, op: dict[str, Any]) -> Group:
         lines.append(plain(f"     usage: {_tokens(op['usage'])}"))
     for hook in op["hooks"]:
         decision = hook["decision"] or "no decision"
-        why = f" — {hook['reason'] or hook['diagnostic']}" if hook["reason"] or hook["diagnostic"] else ""
+        why = hook["reason"] or hook["diagnostic"]
         lines.append(plain(f"     hook {hook['hook_id']} ({hook['timing']}): {hook['status']}, "
-                           f"{decision}{_short(why) if why else ''}"))
+                           f"{decision}{f' — {_short(why)}' if why else ''}"))
         if hook["patch_error"]:
             dropped = hook["patch_error"]
             lines.append(plain(f"       patch dropped: {dropped['code']}: "
@@ -318,12 +326,28 @@ def _operation(i: int, op: dict[str, Any]) -> Group:
             lines.append(plain(f"     effective: {_short(op['effective_result'])}", "yellow"))
         else:
             lines.append(Text("     effective: (same as raw)"))
+    failure = _command_failure(op)
+    if failure is not None:
+        lines.append(plain(f"     {failure}", "red"))
     if op["error"]:
         lines.append(plain(f"     error: {op['error']['code']}: {_short(op['error']['message'])}",
                            "red"))
     elif op["reason"]:
         lines.append(plain(f"     reason: {_short(op['reason'])}", "magenta"))
     return Group(*lines)
+
+
+def _command_failure(op: dict[str, Any]) -> str | None:
+    """``exit N: <stderr tail>`` when the operation's result (the delivered one, else the raw)
+    is a command's that exited non-zero; the ``raw:`` line cuts its JSON before its stderr."""
+    text = op["effective_result"] if op["effective_result"] is not None else op["raw_result"]
+    if op["kind"] == "model" or not text or not text.startswith("{"):
+        return None
+    try:
+        body = json.loads(text)
+    except ValueError:  # an error result's text ends with "CODE: message"
+        return None
+    return command_failure(body) if isinstance(body, dict) else None
 
 
 def print_events(console: Console, events: list[dict[str, Any]]) -> None:
@@ -350,3 +374,15 @@ def hook_warning(warning: Mapping[str, Any]) -> str:
     return printable(
         f"warning: hook {warning['hook_id']} ({warning['timing']} {warning['capability']}): "
         f"{warning['code']}: {excerpt(str(warning['message']), TEXT_LIMIT)} ({verb})")
+
+
+def print_hook_warnings(console: Console, warnings: Sequence[Mapping[str, Any]]) -> None:
+    """The last lines of a run's output: every hook warning of the run again (each was
+    printed when it happened, maybe far up), under a count; nothing when there was none."""
+    if not warnings:
+        return
+    console.print(plain(f"\n{len(warnings)} hook warning(s) in this run:", "yellow"),
+                  highlight=False, soft_wrap=True)
+    for warning in warnings:
+        console.print(plain("  " + hook_warning(warning), "yellow"), highlight=False,
+                      soft_wrap=True)
