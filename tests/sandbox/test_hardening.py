@@ -25,11 +25,11 @@ import pytest
 from tests.sandbox.conftest import (
     BACKENDS,
     confined_gateway,
+    open_to_others,
     processes_with,
     require_backend,
     run_command,
     sandbox_path,
-    open_to_others,
     scope_for,
     searchable,
     text,
@@ -74,13 +74,15 @@ async def test_hardening_a_setuid_binary_left_in_the_workspace_gives_another_use
     w = sandbox_path(gateway, work_dir)
     script = textwrap.dedent(f"""
         cp /usr/bin/python3 {w}/p && chmod 4755 {w}/p; echo "chmod=$?"
-        python3 -c "import os; os.close(os.open('{w}/q', os.O_CREAT | os.O_WRONLY, 0o6777))"
+        python3 -c "import os; os.close(os.open('{w}/q', os.O_CREAT | os.O_WRONLY, 0o6777))"; echo "create=$?"
+        python3 -c "import os; os.close(os.open('{w}/q', os.O_CREAT | os.O_WRONLY, 0o777))"
         cp /usr/bin/python3 {w}/r && python3 -c "import os; os.chmod('{w}/r', 0o4755)"; echo "pychmod=$?"
         mkdir -m 777 {w}/open; chmod 777 {w}/open {w}; chmod 755 {w}; ls -ln {w}
     """)
     result = await run_command(gateway, handle, ExecCommand(shell_script=script))
     assert "chmod=1" in text(result)  # seccomp refuses the set-id bit itself
     assert "pychmod=1" in text(result)
+    assert "create=1" in text(result)  # ... on a file it creates too (issue #33)
     await asyncio.to_thread(check_nothing_to_escalate_with, work_dir, tmp_path)
 
 

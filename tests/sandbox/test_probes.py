@@ -330,6 +330,27 @@ PROBES: list[Probe] = [
         lambda c, o: "MOUNTED" in o.stdout or os.path.ismount(c.work_dir / "mnt"),
         setup=_mount_setup,
     ),
+    Probe(  # issue #33 (#34.1): io_uring's operations never pass through the seccomp filter
+        "io_uring_setup",
+        lambda c, m: py("import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+                        "params = ctypes.create_string_buffer(120); "
+                        "fd = libc.syscall(425, 8, params); print('IO_URING_FD' if fd >= 0 else "
+                        "f'refused {ctypes.get_errno()}')"),
+        lambda c, o: "IO_URING_FD" in o.stdout,
+    ),
+    Probe(  # issue #33: made through an idmapped bind, a set-id file could be root's on disk
+        "create_a_setuid_file",
+        lambda c, m: py(
+            "import os, stat\n"
+            f"path = {c.w(m)!r} + '/suid'\n"
+            "try:\n"
+            "    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o4755))\n"
+            "except OSError as exc:\n"
+            "    print('refused', exc.errno)\n"
+            "else:\n"
+            "    print('SETUID_CREATED' if os.stat(path).st_mode & stat.S_ISUID else 'plain')"),
+        lambda c, o: "SETUID_CREATED" in o.stdout,
+    ),
     Probe(
         "set_hostname",
         lambda c, m: py("import socket; socket.sethostname(socket.gethostname()); print('HOSTNAME_SET')"),

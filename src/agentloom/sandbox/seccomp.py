@@ -6,10 +6,15 @@ keyrings (``add_key``, ``request_key``, ``keyctl``), ``ptrace`` and cross-proces
 access, every mount call, ``bpf``, ``perf_event_open``, ``userfaultfd``, namespaces
 (``unshare``, ``setns``, ``clone`` with a namespace flag; ``clone3`` answers ``ENOSYS`` so
 the C library falls back to ``clone``, whose flags can be checked), module and kexec
-loading, ``open_by_handle_at``; and a ``chmod`` that sets the setuid or setgid bit (the
-work folder is swept after each execution as well, ``_sweep``). Denied calls fail with
-``EPERM``; nothing is killed. A
-command of another architecture (x32, 32-bit) is refused outright.
+loading, ``open_by_handle_at``, io_uring (``io_uring_setup``, ``_enter``, ``_register``: its
+operations — a socket, an open with any mode — never pass through this filter); a ``chmod``
+that sets the setuid or setgid bit, and a file or folder *created* with either (``open`` /
+``openat`` with ``O_CREAT`` or ``O_TMPFILE``, ``creat``, ``mkdir``, ``mknod``; ``openat2``,
+whose mode this filter cannot read, answers ``ENOSYS`` and the C library uses ``openat``):
+through an idmapped bind (``_view``) a file the command makes is its folder owner's on disk,
+root's perhaps, so no set-id file may exist even for the length of a command (the work folder
+is swept after each execution as well, ``_sweep``). Denied calls fail with ``EPERM``; nothing
+is killed. A command of another architecture (x32, 32-bit) is refused outright.
 
 With ``deny_sockets`` (Landlock without egress) ``socket()`` fails with ``EACCES`` for
 every address family: Landlock confines TCP only, and neither UDP nor unix sockets on
@@ -39,6 +44,8 @@ _X32_BIT = 0x40000000
 #: CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME
 #: S_ISUID | S_ISGID: a chmod to either fails, so no command makes a set-id file.
 _SET_ID_BITS = 0o6000
+#: O_CREAT | __O_TMPFILE: an open that creates, whose mode argument is used.
+_CREATE_FLAGS = 0o100 | 0o20000000
 _CLONE_NAMESPACES = (
     0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x80
 )
@@ -49,6 +56,7 @@ _DENIED = (
     "fspick", "mount_setattr", "bpf", "perf_event_open", "userfaultfd", "unshare", "setns",
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
     "open_by_handle_at", "acct", "swapon", "swapoff", "syslog", "quotactl",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
 )
 
 #: (AUDIT_ARCH value, syscall numbers) per machine.
@@ -63,6 +71,9 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
         "acct": 163, "swapon": 167, "swapoff": 168, "syslog": 103, "quotactl": 179,
         "socket": 41, "clone": 56, "clone3": 435,
         "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "open": 2, "creat": 85, "openat": 257, "openat2": 437, "mkdir": 83, "mkdirat": 258,
+        "mknod": 133, "mknodat": 259,
     }),
     "aarch64": (0xC00000B7, {
         "add_key": 217, "request_key": 218, "keyctl": 219, "ptrace": 117,
@@ -74,6 +85,8 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
         "acct": 89, "swapon": 224, "swapoff": 225, "syslog": 116, "quotactl": 60,
         "socket": 198, "clone": 220, "clone3": 435,
         "fchmod": 52, "fchmodat": 53, "fchmodat2": 452,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "openat": 56, "openat2": 437, "mkdirat": 34, "mknodat": 33,
     }),
 }
 
@@ -90,6 +103,20 @@ def _deny_set_id_mode(nr: int, mode_arg: int) -> bytes:
     """``nr`` with set-id bits in argument ``mode_arg`` fails with EPERM."""
     return (
         _op(_JEQ_K, nr, 0, 4)
+        + _op(_LD_W_ABS, _OFF_ARG0_LOW + 8 * mode_arg)
+        + _op(_JSET_K, _SET_ID_BITS, 0, 1)
+        + _op(_RET_K, _RET_ERRNO | errno.EPERM)
+        + _op(_LD_W_ABS, _OFF_NR)  # the accumulator holds the call number again
+    )
+
+
+def _deny_set_id_create(nr: int, flags_arg: int, mode_arg: int) -> bytes:
+    """``nr`` creating a file (``flags_arg`` has ``O_CREAT`` or ``O_TMPFILE``) with set-id
+    bits in argument ``mode_arg`` fails with EPERM; without those flags the mode is unused."""
+    return (
+        _op(_JEQ_K, nr, 0, 6)
+        + _op(_LD_W_ABS, _OFF_ARG0_LOW + 8 * flags_arg)
+        + _op(_JSET_K, _CREATE_FLAGS, 0, 3)
         + _op(_LD_W_ABS, _OFF_ARG0_LOW + 8 * mode_arg)
         + _op(_JSET_K, _SET_ID_BITS, 0, 1)
         + _op(_RET_K, _RET_ERRNO | errno.EPERM)
@@ -115,11 +142,17 @@ def seccomp_program(*, deny_sockets: bool, machine: str | None = None) -> bytes:
     for name in _DENIED:
         prog += _deny(numbers[name], errno.EPERM)
     prog += _deny(numbers["clone3"], errno.ENOSYS)
+    prog += _deny(numbers["openat2"], errno.ENOSYS)
     if deny_sockets:
         prog += _deny(numbers["socket"], errno.EACCES)
-    for name, mode_arg in (("chmod", 1), ("fchmod", 1), ("fchmodat", 2), ("fchmodat2", 2)):
+    for name, mode_arg in (("chmod", 1), ("fchmod", 1), ("fchmodat", 2), ("fchmodat2", 2),
+                           ("creat", 1), ("mkdir", 1), ("mkdirat", 2), ("mknod", 1),
+                           ("mknodat", 2)):
         if name in numbers:
             prog += _deny_set_id_mode(numbers[name], mode_arg)
+    for name, flags_arg, mode_arg in (("open", 1, 2), ("openat", 2, 3)):
+        if name in numbers:
+            prog += _deny_set_id_create(numbers[name], flags_arg, mode_arg)
     # Last: clone with a namespace flag (the accumulator then holds an argument, not the nr).
     prog += _op(_JEQ_K, numbers["clone"], 0, 3)
     prog += _op(_LD_W_ABS, _OFF_ARG0_LOW)
