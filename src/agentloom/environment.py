@@ -25,7 +25,9 @@ from agentloom.refs import OwnerRef
 from agentloom.sandbox import (
     EnvironmentPolicy,
     RevocationReceipt,
+    SandboxError,
     SandboxGateway,
+    SandboxScope,
     make_gateway,
     reclaim_spools,
     sandbox_identity,
@@ -150,6 +152,20 @@ class RunEnvironment:
     async def end_run(self, run_id: str, lease_epoch: int, *,
                       scopes: list[WorkspaceScope] | None = None) -> CleanupResult:
         return await self.cleanup.end_run(run_id, lease_epoch, scopes=scopes)
+
+    async def check_workdir(self, folder: Path) -> None:
+        """Refuse, before a run starts, a folder of the user's that its commands could not
+        work in here (``FOLDER_UNREACHABLE``: a root-owned folder, or one below a folder the
+        sandbox uid cannot search, where no mount namespace can be made); nothing when no
+        sandbox is usable (``exec`` reports that itself) or commands run unconfined."""
+        if self.sandbox_backend == "none" or sandbox_identity() is None:
+            return
+        try:
+            gateway = await self.gateway()
+        except SandboxError:
+            return
+        scope = SandboxScope(workspace_scope_id="workdir", run_id="workdir", work_dir=folder)
+        await asyncio.to_thread(gateway.check_scope, scope)
 
     def reclaim_spools(self) -> int:
         """Delete the output spools of runtimes that died (``kill -9``) under this root;

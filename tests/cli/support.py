@@ -74,6 +74,9 @@ class RevokingGateway:
         self.confirmed = confirmed
         self.revoked: list[str] = []
 
+    def check_scope(self, scope: Any) -> None:
+        return None
+
     async def ensure(self, *args: Any) -> Any:
         raise SandboxError(SPAWN_FAILED, "this test gateway starts no command")
 

@@ -76,7 +76,7 @@ def test_cli_runs_show_json_operations_have_attempts_hooks_and_call_ids(project:
     assert tools["exec"]["hooks"] == [{
         "hook_id": "exec-guard", "timing": "before", "position": 0, "status": "succeeded",
         "decision": "allow", "reason": None, "diagnostic": None, "patch_error": None,
-        "on_failure": None}]
+        "on_failure": None, "not_started": False}]
     assert tools["fs.read"]["proposed_arguments"] == {"path": "hello.txt"}
     assert tools["fs.read"]["executed_arguments"] == {"path": "hello.txt"}
     assert '"content": "hello from agentloom\\n"' in tools["fs.read"]["raw_result"]

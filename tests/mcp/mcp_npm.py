@@ -90,6 +90,32 @@ def install_filesystem() -> Path:
     return filesystem_script()
 
 
+def install_global(prefix: Path) -> Path:
+    """The pinned server-everything installed as ``npm install -g`` does, under ``prefix``
+    (``<prefix>/lib/node_modules``, the command at ``<prefix>/bin``), as a user's global
+    install under their home lies; from npm's cache once ``install`` has fetched it.
+
+    Raises:
+        NpmUnavailable: as ``install``.
+    """
+    install()  # the registry once, into npm's cache
+    npm = shutil.which("npm")
+    if npm is None:
+        raise NpmUnavailable("npm is not on PATH")
+    try:
+        done = subprocess.run(
+            [npm, "install", "--global", "--prefix", str(prefix), "--no-audit", "--no-fund",
+             "--prefer-offline", f"{EVERYTHING}@{EVERYTHING_VERSION}"],
+            capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise NpmUnavailable(f"npm install --global failed: {exc}") from None
+    command = prefix / "bin" / "mcp-server-everything"
+    if done.returncode != 0 or not command.exists():
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise NpmUnavailable(f"npm install --global {EVERYTHING}@{EVERYTHING_VERSION} failed: {last}")
+    return command
+
+
 if __name__ == "__main__":
     try:
         print(install())

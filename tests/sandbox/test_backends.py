@@ -14,12 +14,12 @@ import pytest
 from tests.sandbox.conftest import (
     OWNER,
     kill_all,
+    open_to_others,
     processes_with,
     require_bwrap,
     require_landlock,
     run_command,
     scope_for,
-    open_to_others,
     searchable,
     text,
 )

@@ -412,6 +412,9 @@ class Runtime:
             check_owner(self.store, owner)  # OWNER_DELETED
         run_id = run_id or new_id()
         folder = workdir if workdir is not None else self.workdir
+        if folder is not None and any("exec" in a.tool_keys() for a in self.agents.values()):
+            # a folder its commands could not work in is refused before anything starts
+            await self.kernel.environment.check_workdir(Path(folder))
         while True:
             view = await self._occupy(session, owner, run_id, task, wait) if session else None
             data = {"agent": agent, "task": task, "release_id": self.release_id,

@@ -134,7 +134,8 @@ def run_warnings(operations: list[dict[str, Any]]) -> list[dict[str, Any]]:
             warnings.append({"operation_id": op["operation_id"], "capability": op["capability"],
                              "hook_id": hook["hook_id"], "timing": hook["timing"],
                              "status": hook["status"], "code": code, "message": message,
-                             "denied": hook.get("on_failure") == "deny"})
+                             "denied": hook.get("on_failure") == "deny"
+                             or bool(hook.get("not_started"))})
     return warnings
 
 
@@ -224,7 +225,8 @@ def operation_detail(store: Store, op: OperationRecord) -> dict[str, Any]:
                    "reason": (h["data"] or {}).get("reason"),
                    "diagnostic": (h["data"] or {}).get("diagnostic"),
                    "patch_error": (h["data"] or {}).get("patch_error"),
-                   "on_failure": (h["data"] or {}).get("on_failure")} for h in hooks],
+                   "on_failure": (h["data"] or {}).get("on_failure"),
+                   "not_started": bool((h["data"] or {}).get("not_started"))} for h in hooks],
         "proposed_arguments": proposed,
         "executed_arguments": executed,
         "arguments_changed": executed is not None and executed != proposed,

@@ -18,8 +18,8 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -143,6 +143,7 @@ async def _call(config: Config, server: str, tool: str, arguments: dict[str, Any
     from agentloom.attempts import AttemptContext, CapabilityRequest
     from agentloom.ids import new_id
     from agentloom.mcp import McpSessions, McpToolHandler, list_servers
+    from agentloom.sandbox.identity import scratch_folder
 
     policy = environment_policy(config)
     backend = config.sandbox.backend
@@ -156,8 +157,10 @@ async def _call(config: Config, server: str, tool: str, arguments: dict[str, Any
                            f"{', '.join(t.name for t in listing.tools) or 'no tools'}",
                            code="MCP_TOOL_NOT_LISTED")
     with contextlib.ExitStack() as stack:
-        workspace = _workspace(config) or Path(
-            stack.enter_context(tempfile.TemporaryDirectory(prefix="mcp-call-")))
+        workspace = _workspace(config)
+        if workspace is None:  # an empty folder, made for the sandbox uid (``scratch_folder``)
+            workspace = scratch_folder("mcp-call-")
+            stack.callback(shutil.rmtree, workspace, True)
         sessions = McpSessions(notify=lambda kind, payload: None, backend=backend, policy=policy,
                                workspace_of=lambda scope_id: workspace, credentials=credentials)
         context = AttemptContext(operation_id=new_id(), attempt_no=1, run_id=f"cli-{new_id()}",

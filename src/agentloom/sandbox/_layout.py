@@ -94,6 +94,6 @@ def view_entries(*, egress: bool, tmp_size: int, binds: Sequence[Bind]) -> list[
                 if os.path.exists(path)]
     entries += [{"at": "/tmp", "tmpfs": tmp_size}, {"at": "/dev/shm", "tmpfs": tmp_size}]
     for source, target, writable, idmap in binds:
-        entries.append({"at": target, "bind": source, "rw": writable,
+        entries.append({"at": os.path.normpath(target), "bind": source, "rw": writable,
                         "idmap": None if idmap is None else list(idmap)})
     return entries

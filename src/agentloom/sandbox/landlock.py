@@ -177,6 +177,9 @@ class LandlockGateway(ProcessGateway):
                                            tmp_size=self._policy.tmp_size_bytes, binds=binds)
             rules = [*self._system, *((p, everything) for p in (*_PRIVATE, WORK_MOUNT))]
             rules += [(target, READ_EXEC) for _, target in scope.readonly_mounts]
+            # ``ls /skills`` lists the skills, as under bubblewrap (the folder holds no more)
+            rules += [(top, _layout.READ) for top in sorted({"/" + target.split("/")[1]
+                                                             for _, target in scope.readonly_mounts})]
             confinement = Confinement(
                 identity=self._identity, rlimits=command_rlimits(self._policy, self._identity),
                 landlock=LandlockRules(abi=self.abi, rules=tuple(rules),

@@ -339,6 +339,12 @@ class SandboxGateway(Protocol):
     @property
     def sandbox_mode(self) -> SandboxMode: ...
 
+    def check_scope(self, scope: SandboxScope) -> None:
+        """Refuse, starting nothing, a scope whose commands could not work here: its folders
+        missing (``SCOPE_INVALID``) or out of the sandbox uid's reach (``FOLDER_UNREACHABLE``,
+        naming the folder, the uid and the fixes)."""
+        ...
+
     async def ensure(
         self, scope_ref: SandboxScope, image_digest: str | None, lease_epoch: int
     ) -> SandboxHandle: ...

@@ -99,6 +99,7 @@ def host_identity(work_dir: Path, identity: tuple[int, int], *, managed: bool) -
     Raises:
         SandboxError: ``FOLDER_UNREACHABLE`` — a folder of the user's that root owns.
     """
+    work_dir = Path(os.path.abspath(work_dir))
     st = os.stat(work_dir)
     if managed or st.st_uid == identity[0]:
         return identity
@@ -119,7 +120,8 @@ def check_reach(paths: list[tuple[Path, int]], identity: tuple[int, int]) -> Non
         SandboxError: ``FOLDER_UNREACHABLE``.
     """
     uid, gid = identity
-    for path, bits in paths:
+    for given, bits in paths:
+        path = Path(os.path.abspath(given))
         folder = blocking_folder(path, uid, gid, bits)
         if folder is None:
             continue

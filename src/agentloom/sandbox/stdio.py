@@ -173,7 +173,7 @@ class StdioServers:
             if lease_epoch < gateway._current_epoch.get(run_id, lease_epoch):
                 raise SandboxError(LEASE_REVOKED, f"run {run_id}: lease epoch {lease_epoch} was superseded")
         gateway.check_scope(scope)
-        work = scope.work_dir.absolute()
+        work = Path(os.path.abspath(scope.work_dir))  # normalised: ``..`` never reaches a view
         installation = resolve_installation(command.command, search_path=command.search_path)
         mounts = _check_mounts(command.mounts, installation, work)
         token = new_id()
