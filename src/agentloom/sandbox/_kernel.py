@@ -152,6 +152,11 @@ def unshare(flags: int) -> None:
     _check(_libc.unshare(flags))
 
 
+def setns(fd: int, nstype: int) -> None:
+    """Move this (single-threaded) process into the namespace ``fd`` refers to."""
+    _check(_libc.setns(fd, nstype))
+
+
 def mount(source: bytes | None, target: str, fstype: bytes | None, flags: int,
           data: bytes | None = None) -> None:
     _check(_libc.mount(source, target.encode(), fstype, ctypes.c_ulong(flags), data))

@@ -49,6 +49,15 @@ ViewEntry = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class View:
+    """A root of its own for the command (``_view``): ``static`` the same for every command of
+    a gateway (the zygote's spare builds it ahead), ``dynamic`` the command's own folders."""
+
+    static: tuple[ViewEntry, ...]
+    dynamic: tuple[ViewEntry, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StagedBwrap:
     """A bubblewrap launcher started as root: ``stage`` the binds the command process
     attaches where the sandbox uid reaches them (``_view.stage``; the argv names
@@ -73,7 +82,7 @@ class Confinement:
     landlock: LandlockRules | None = None
     seccomp: bytes | None = None
     bwrap: StagedBwrap | None = None
-    view: tuple[ViewEntry, ...] | None = None
+    view: View | None = None
 
 
 class ReaperProcess:
@@ -144,7 +153,8 @@ def spawn(
         "seccomp": None if confinement.seccomp is None else confinement.seccomp.hex(),
         "bwrap": None if confinement.bwrap is None else {
             "stage": list(confinement.bwrap.stage), "seccomp": confinement.bwrap.seccomp.hex()},
-        "view": None if confinement.view is None else list(confinement.view),
+        "view": None if confinement.view is None else {
+            "static": list(confinement.view.static), "dynamic": list(confinement.view.dynamic)},
     }
     control_r, control_w = os.pipe2(os.O_CLOEXEC)
     status_r, status_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)

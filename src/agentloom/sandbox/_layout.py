@@ -12,7 +12,7 @@ the ``/etc`` files programs read when they start, the device nodes, and — in a
     DEVICES        null zero full random urandom    read + write
 
 bubblewrap turns this into flags (``bwrap_runtime_args``), Landlock in a mount namespace into a
-root of its own (``view_entries``) and Landlock at the host's paths into rules
+root of its own (``static_entries``, ``bind_entries``) and Landlock at the host's paths into rules
 (``system_rules``), so the three show programs the same files as far as each can.
 """
 
@@ -78,10 +78,10 @@ def bwrap_runtime_args(*, egress: bool) -> list[str]:
     return args
 
 
-def view_entries(*, egress: bool, tmp_size: int, binds: Sequence[Bind]) -> list[dict[str, Any]]:
-    """A namespace view's root (``_view.enter_root``): the runtime, the ``/etc`` entries and
-    devices of the host, a private ``/tmp`` and ``/dev/shm`` of ``tmp_size`` bytes, then
-    ``binds`` in order."""
+def static_entries(*, egress: bool, tmp_size: int) -> list[dict[str, Any]]:
+    """A namespace view's root without the command's own folders (``_view``): the runtime,
+    the ``/etc`` entries and devices of the host, a private ``/tmp`` and ``/dev/shm`` of
+    ``tmp_size`` bytes. The same for every command of a gateway, so it is built ahead."""
     entries: list[dict[str, Any]] = []
     for path in RUNTIME_PATHS:
         if os.path.islink(path):
@@ -93,7 +93,11 @@ def view_entries(*, egress: bool, tmp_size: int, binds: Sequence[Bind]) -> list[
     entries += [{"at": path, "bind": path, "rw": True, "dev": True} for path in DEVICES
                 if os.path.exists(path)]
     entries += [{"at": "/tmp", "tmpfs": tmp_size}, {"at": "/dev/shm", "tmpfs": tmp_size}]
-    for source, target, writable, idmap in binds:
-        entries.append({"at": os.path.normpath(target), "bind": source, "rw": writable,
-                        "idmap": None if idmap is None else list(idmap)})
     return entries
+
+
+def bind_entries(binds: Sequence[Bind]) -> list[dict[str, Any]]:
+    """A command's own folders in a namespace view, in order (``_view`` entries)."""
+    return [{"at": os.path.normpath(target), "bind": source, "rw": writable,
+             "idmap": None if idmap is None else list(idmap)}
+            for source, target, writable, idmap in binds]

@@ -55,15 +55,17 @@ BWRAP_SECCOMP_FD = 3
 _PREFIX = b"agentloom-sandbox: "
 
 
-def run_spare(channel: int) -> NoReturn:
+def run_spare(channel: int, static: list[dict[str, Any]] | None = None) -> NoReturn:
     """Be a spare reaper (in a freshly forked process); never returns.
 
     A spare prepares everything that does not depend on the request — its session, its
     signals, the subreaper flag, and a pre-forked command process waiting for its own part
-    of the request — then waits on ``channel`` for one request: a JSON message (see
-    ``_command``) with four fds, the command's stdout and stderr, the read end of its
-    control pipe and the write end of its status pipe. At ``channel``'s end of file (the
-    zygote is gone) it kills its command and exits.
+    of the request (given ``static``, the root of a namespace view built ahead: the zygote
+    passes the last request's) — then waits on ``channel`` for one request: a JSON message
+    (see ``_command``) with four fds, the command's stdout and stderr, the read end of its
+    control pipe and the write end of its status pipe, then the user namespaces of its
+    idmapped binds (``_view.idmap_owners``). At ``channel``'s end of file (the zygote is gone)
+    it kills its command and exits.
     """
     status = SETUP_FAILED
     err = -1
@@ -80,17 +82,17 @@ def run_spare(channel: int) -> NoReturn:
         if command == 0:
             os.close(channel)
             ours.close()
-            _spare_command(reaper, theirs)
+            _spare_command(reaper, theirs, static)
         theirs.close()
-        message, fds = receive(socket.socket(fileno=channel), 4)
-        if not message or len(fds) != 4:
+        message, fds = receive(socket.socket(fileno=channel), 4 + _view.MAX_IDMAPS)
+        if not message or len(fds) < 4:
             os.kill(command, signal.SIGKILL)
             _kill_tree()
             os._exit(0)
-        out, err, control, status_w = fds
-        send(ours, message, [out, err])
+        out, err, control, status_w = fds[:4]
+        send(ours, message, [out, err, *fds[4:]])
         ours.close()
-        for fd in {out, err}:
+        for fd in {out, *fds[4:]}:
             if fd != err:
                 os.close(fd)
         status = _wait_command(command, control)
@@ -124,16 +126,23 @@ def receive(sock: socket.socket, max_fds: int) -> tuple[bytes, list[int]]:
     return message, list(fds)
 
 
-def _spare_command(reaper: int, channel: socket.socket) -> NoReturn:
-    """The pre-forked command: wait for the request and its stdout / stderr, then run it."""
+def _spare_command(reaper: int, channel: socket.socket,
+                   static: list[dict[str, Any]] | None) -> NoReturn:
+    """The pre-forked command: build ``static`` ahead (a namespace view's root, as root; a
+    failure here only means it is built again once the request comes), wait for the request,
+    its stdout / stderr and user namespaces, then run it."""
+    prebuilt = None
+    if static is not None and os.geteuid() == 0:
+        with contextlib.suppress(OSError):
+            prebuilt = _view.Prebuilt(static)
     try:
-        message, fds = receive(channel, 2)
+        message, fds = receive(channel, 2 + _view.MAX_IDMAPS)
         channel.close()
     except BaseException:
         os._exit(SETUP_FAILED)
-    if not message or len(fds) != 2:
+    if not message or len(fds) < 2:
         os._exit(SETUP_FAILED)
-    _command(reaper, fds[0], fds[1], json.loads(message))
+    _command(reaper, fds[0], fds[1], json.loads(message), prebuilt, fds[2:])
 
 
 def _close_fds_except(keep: tuple[int, ...]) -> None:
@@ -219,22 +228,39 @@ def _descendants(root: int) -> list[int]:
 # -- in the command, before exec ------------------------------------------------------------
 
 
-def _command(reaper: int, out: int, err: int, request: dict[str, Any]) -> NoReturn:
+def _command(reaper: int, out: int, err: int, request: dict[str, Any],
+             prebuilt: _view.Prebuilt | None = None, userns_fds: list[int] | None = None
+             ) -> NoReturn:
+    userns_fds = userns_fds or []
     try:
         os.setsid()
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out, 1)
         os.dup2(err, 2)
-        os.closerange(3, 1 << 20)
+        _close_fds_except((*userns_fds, *(prebuilt.fds() if prebuilt is not None else ())))
     except BaseException:
         os._exit(SETUP_FAILED)
     try:
         argv = [a.encode("latin-1") for a in request["argv"]]
         env = {k.encode("latin-1"): v.encode("latin-1") for k, v in request["env"].items()}
-        _prepare_bwrap(request)
-        if request.get("view") is not None:  # Landlock in a mount namespace of its own
-            _view.enter_root(request["view"], request["identity"])
+        view, bwrap = request.get("view"), request.get("bwrap")
+        owners = _view.idmap_owners([*(view["dynamic"] if view else ()),
+                                     *(bwrap["stage"] if bwrap else ())])
+        userns = dict(zip(owners, userns_fds, strict=False))
+        if view is not None:  # Landlock in a mount namespace of its own
+            if prebuilt is not None and prebuilt.static == view["static"]:
+                prebuilt.enter(view["dynamic"], request["identity"], userns)
+            else:
+                if prebuilt is not None:
+                    prebuilt.abandon()
+                _view.enter_root(view["static"], view["dynamic"], request["identity"], userns)
+        else:
+            if prebuilt is not None:  # the host's mount namespace, as if nothing was built
+                prebuilt.abandon()
+            _prepare_bwrap(request, userns)
+        for fd in userns_fds:
+            os.close(fd)
         _confine(reaper, request)
     except BaseException as exc:
         _say(b"could not confine the command: " + str(exc).encode(errors="replace"))
@@ -246,7 +272,7 @@ def _command(reaper: int, out: int, err: int, request: dict[str, Any]) -> NoRetu
     os._exit(NOT_FOUND)
 
 
-def _prepare_bwrap(request: dict[str, Any]) -> None:
+def _prepare_bwrap(request: dict[str, Any], userns: dict[tuple[int, int], int]) -> None:
     """For a bubblewrap launcher started as root (``request["bwrap"]``): its binds staged
     where the sandbox uid reaches them (``_view.stage``: the argv names the staged paths),
     and its seccomp program in a memfd at ``BWRAP_SECCOMP_FD`` (the argv's ``--seccomp``),
@@ -254,7 +280,7 @@ def _prepare_bwrap(request: dict[str, Any]) -> None:
     plan = request.get("bwrap")
     if plan is None:
         return
-    _view.stage(plan["stage"], request["identity"])
+    _view.stage(plan["stage"], request["identity"], userns)
     program = os.memfd_create("agentloom-seccomp", 0)
     if program != BWRAP_SECCOMP_FD:
         os.dup2(program, BWRAP_SECCOMP_FD)

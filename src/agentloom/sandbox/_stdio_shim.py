@@ -104,8 +104,9 @@ def _spawn_confined(spec: dict[str, Any], env: dict[str, str]) -> int:
     if pid == 0:
         try:
             if spec["confine"] is not None:
-                if spec["confine"].get("view") is not None:  # root: a root of its own
-                    _view.enter_root(spec["confine"]["view"], spec["confine"]["identity"])
+                view = spec["confine"].get("view")
+                if view is not None:  # root with a mount namespace: a root of its own
+                    _view.enter_root(view["static"], view["dynamic"], spec["confine"]["identity"])
                 _reaper._confine(shim, spec["confine"])
             else:
                 os.chdir(spec["cwd"])

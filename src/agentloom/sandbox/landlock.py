@@ -37,7 +37,7 @@ from pathlib import Path
 from agentloom.ids import new_id
 from agentloom.sandbox import _kernel, _layout, reach
 from agentloom.sandbox._base import ProcessGateway
-from agentloom.sandbox._launcher import Confinement, LandlockRules, spawn
+from agentloom.sandbox._launcher import Confinement, LandlockRules, View, spawn
 from agentloom.sandbox._layout import READ_EXEC
 from agentloom.sandbox._limits import command_rlimits
 from agentloom.sandbox._supervisor import Launch
@@ -82,6 +82,9 @@ class LandlockGateway(ProcessGateway):
         self._identity = sandbox_identity()
         self._seccomp = seccomp_program(deny_sockets=not policy.egress)
         self._system = tuple(_layout.system_rules(egress=policy.egress))
+        #: A namespace view's root without the command's folders: built ahead by the zygote.
+        self._static = tuple(_layout.static_entries(egress=policy.egress,
+                                                    tmp_size=policy.tmp_size_bytes))
         # As root where a mount namespace can be made, a view of its own (``self_check``
         # falls back to the host's paths if entering one fails).
         self._view: SandboxView = ("namespace" if self._identity is not None
@@ -149,7 +152,7 @@ class LandlockGateway(ProcessGateway):
                                                                command.cwd)
         owner = confinement.identity[0] if confinement.identity is not None else os.geteuid()
         if confinement.view is not None:  # files made through an idmapped /work are its owner's
-            work = next(e for e in confinement.view if e["at"] == WORK_MOUNT)
+            work = confinement.view.dynamic[0]
             owner = work["idmap"][0] if work.get("idmap") else owner
 
         def done() -> None:
@@ -173,8 +176,6 @@ class LandlockGateway(ProcessGateway):
             binds += [(str(Path(host).absolute()), target, False,
                        reach.idmap_owner(Path(host), self._identity, writable=False))
                       for host, target in scope.readonly_mounts]
-            entries = _layout.view_entries(egress=self._policy.egress,
-                                           tmp_size=self._policy.tmp_size_bytes, binds=binds)
             rules = [*self._system, *((p, everything) for p in (*_PRIVATE, WORK_MOUNT))]
             rules += [(target, READ_EXEC) for _, target in scope.readonly_mounts]
             # ``ls /skills`` lists the skills, as under bubblewrap (the folder holds no more)
@@ -184,7 +185,8 @@ class LandlockGateway(ProcessGateway):
                 identity=self._identity, rlimits=command_rlimits(self._policy, self._identity),
                 landlock=LandlockRules(abi=self.abi, rules=tuple(rules),
                                        deny_tcp=not self._policy.egress),
-                seccomp=self._seccomp, view=tuple(entries))
+                seccomp=self._seccomp,
+                view=View(static=self._static, dynamic=tuple(_layout.bind_entries(binds))))
             return list(argv), env, cwd, confinement, _nothing
         identity = (None if self._identity is None
                     else reach.host_identity(work, self._identity, managed=scope.managed))

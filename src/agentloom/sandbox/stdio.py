@@ -312,8 +312,6 @@ class StdioServers:
         """Landlock in a root of its own (``_view``): the server's installation and mounts at
         their own paths, the workspace at ``workspace_path``, a private ``/tmp``."""
         everything = _kernel.handled_fs(gateway.abi)
-        entries = _layout.view_entries(egress=command.network,
-                                       tmp_size=gateway.policy.tmp_size_bytes, binds=binds)
         rules = [*_layout.system_rules(egress=command.network),
                  *((p, everything) for p in ("/tmp", "/dev/shm"))]
         rules += [(target, everything if writable else _READ_EXEC)
@@ -323,7 +321,9 @@ class StdioServers:
             "rlimits": command_rlimits(gateway.policy, gateway._identity),
             "landlock": {"abi": gateway.abi, "rules": rules, "deny_tcp": not command.network},
             "seccomp": seccomp_program(deny_sockets=not command.network).hex(),
-            "view": entries,
+            "view": {"static": _layout.static_entries(egress=command.network,
+                                                      tmp_size=gateway.policy.tmp_size_bytes),
+                     "dynamic": _layout.bind_entries(binds)},
         }
         return {"mode": "landlock", "confine": confine, "cwd": workspace_path}
 
