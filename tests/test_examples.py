@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentloom.sandbox import landlock_available
+from agentloom.sandbox.reach import can_make_mount_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -116,13 +117,19 @@ def test_example_workflow_routes_an_error_waits_for_approval_and_publishes(tmp_p
     assert json.loads(done.stdout)["output"] == "published dist/release-2.0.txt (1 line)"
 
 
+def _host_paths_only() -> bool:
+    """A root runtime that may not make a mount namespace (the 'container' test shape): its
+    commands and servers run at the host's paths as uid 65534."""
+    return os.geteuid() == 0 and not can_make_mount_namespace()
+
+
 @pytest.fixture
 def example_tmp(tmp_path: Path) -> Iterator[Path]:
-    """Where the MCP example runs: pytest's own folder (below ``0700`` ones, as ``/root`` is) when
-    bubblewrap is here — a root runtime stages the sandbox's folders where its uid 65534
-    reaches them. Under Landlock that uid works at the host's paths, and git resolves every
-    folder above its work tree: then a folder every user may search (``0711``)."""
-    if shutil.which("bwrap") is not None:
+    """Where the MCP example runs: pytest's own folder (below ``0700`` ones, as ``/root`` is) —
+    a root runtime binds the sandbox's folders where its uid 65534 reaches them. Without a
+    mount namespace that uid works at the host's paths: then a folder every user may search
+    (``0711``), where the folders allow it (issue #33)."""
+    if not _host_paths_only():
         yield tmp_path
         return
     folder = Path(tempfile.mkdtemp(prefix="agentloom-example-"))
@@ -156,11 +163,15 @@ def test_example_mcp_commits_a_note_with_the_git_server_through_the_pipeline(
     done = subprocess.run([sys.executable, "-m", "agentloom", "run", str(folder / "agentloom.yaml"),
                            "Commit a release note", "--json", "--store", store], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=180, check=False)
-    if done.returncode != 0 and shutil.which("bwrap") is None and "SANDBOX_UNAVAILABLE" in done.stderr:
-        # e.g. a root runtime whose interpreter lies under /root: Landlock runs the server as
-        # uid 65534, which cannot reach it, and says so
-        pytest.skip("bubblewrap is not installed (apt-get install -y bubblewrap) and Landlock "
-                    "cannot start this server here: " + done.stderr.strip().splitlines()[0][:160])
+    interpreter = Path(os.path.realpath(sys.executable))
+    unreachable = next((p for p in interpreter.parents if not os.stat(p).st_mode & 0o001), None)
+    if _host_paths_only() and unreachable is not None:
+        # a default container with this venv's interpreter below /root: the clear refusal of
+        # issue #33, before anything starts — never "Connection closed"
+        assert done.returncode != 0
+        error = json.loads(done.stdout)["error"]
+        assert error["code"] == "FOLDER_UNREACHABLE" and str(unreachable) in error["message"]
+        return
     assert done.returncode == 0, done.stderr + done.stdout
     out = json.loads(done.stdout)
     assert out["output"] == "NOTES.md is committed: the last commit is 'Add the release note'."
