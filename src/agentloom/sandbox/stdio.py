@@ -41,12 +41,11 @@ from pathlib import Path
 from types import MappingProxyType
 
 from agentloom.ids import new_id
-from agentloom.sandbox import _kernel, _layout, reach
+from agentloom.sandbox import _stdio_specs, reach
 from agentloom.sandbox._base import ProcessGateway
 from agentloom.sandbox._execution import readable
 from agentloom.sandbox._installation import Installation, resolve_installation
-from agentloom.sandbox._limits import command_rlimits
-from agentloom.sandbox.bubblewrap import SANDBOX_HOSTNAME, BubblewrapGateway
+from agentloom.sandbox.bubblewrap import BubblewrapGateway
 from agentloom.sandbox.env import is_stripped
 from agentloom.sandbox.errors import (
     COMMAND_INVALID,
@@ -54,7 +53,6 @@ from agentloom.sandbox.errors import (
     MOUNT_INVALID,
     SandboxError,
 )
-from agentloom.sandbox.identity import SANDBOX_UID
 from agentloom.sandbox.landlock import LandlockGateway
 from agentloom.sandbox.ports import (
     WORK_MOUNT,
@@ -63,13 +61,11 @@ from agentloom.sandbox.ports import (
     SandboxScope,
     _frozen_env,
 )
-from agentloom.sandbox.seccomp import seccomp_program
 
 SHIM = Path(__file__).with_name("_stdio_shim.py")
 #: How long a stopped server's supervisor has to kill its tree before it is SIGKILLed.
 STOP_TIMEOUT_S = 10.0
 DEFAULT_LANG = "C.UTF-8"
-_READ_EXEC = _layout.READ_EXEC
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,12 +183,12 @@ class StdioServers:
             hidden = any(p == Path(WORK_MOUNT) or Path(WORK_MOUNT) in p.parents for p in overlaps)
             workspace_path = str(work) if hidden else WORK_MOUNT
             env.setdefault("HOME", "/tmp")
-            binds = _server_binds(installation, mounts, work, workspace_path, gateway._identity)
+            binds = _stdio_specs.server_binds(installation, mounts, work, workspace_path, gateway._identity)
             if isinstance(gateway, BubblewrapGateway):
-                spec = self._bwrap_spec(gateway, binds, workspace_path, command)
+                spec = _stdio_specs.bwrap_spec(gateway, binds, workspace_path, command)
             else:
                 assert isinstance(gateway, LandlockGateway)
-                spec = self._view_spec(gateway, binds, workspace_path, command)
+                spec = _stdio_specs.view_spec(gateway, binds, workspace_path, command)
         else:
             identity = gateway._identity
             if isinstance(gateway, LandlockGateway) and identity is not None:
@@ -208,7 +204,7 @@ class StdioServers:
                 os.chown(record.tmp, *identity)
             env.setdefault("HOME", str(record.tmp))
             env["TMPDIR"] = str(record.tmp)
-            spec = self._confined_spec(gateway, installation, mounts, work, record.tmp, command,
+            spec = _stdio_specs.confined_spec(gateway, installation, mounts, work, record.tmp, command,
                                        identity)
         env.setdefault("LANG", DEFAULT_LANG)
         env["PATH"] = ":".join(dict.fromkeys([*installation.path_dirs, *policy.path.split(":")]))
@@ -280,91 +276,6 @@ class StdioServers:
         for token in tokens:
             if (self._dir / f"{token}.gone").exists():
                 self._forget(token)
-
-    # -- specs ---------------------------------------------------------------------------
-
-    def _bwrap_spec(self, gateway: BubblewrapGateway, binds: list[_layout.Bind],
-                    workspace_path: str, command: StdioCommand) -> dict[str, object]:
-        policy = gateway.policy
-        uid = str(SANDBOX_UID)
-        head = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-        if not command.network:
-            head.append("--unshare-net")
-        head += ["--uid", uid, "--gid", uid, "--hostname", SANDBOX_HOSTNAME, "--disable-userns",
-                 "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-        runtime = [*_layout.bwrap_runtime_args(egress=command.network), "--proc", "/proc"]
-        for path in _layout.PROC_READONLY:
-            runtime += ["--ro-bind-try", path, path]
-        size = str(policy.tmp_size_bytes)
-        runtime += ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-                    "--size", size, "--tmpfs", "/tmp"]
-        staged = gateway.stages_sources
-        return {
-            "mode": "bubblewrap", "bwrap": gateway._bwrap, "head": head, "runtime": runtime,
-            "binds": [_entry(b, idmapped=staged) for b in binds],
-            "tail": ["--remount-ro", "/", "--chdir", workspace_path],
-            "stage": staged, "identity": gateway._identity,
-            "rlimits": gateway._rlimits, "seccomp": seccomp_program(deny_sockets=False).hex(),
-        }
-
-    def _view_spec(self, gateway: LandlockGateway, binds: list[_layout.Bind],
-                   workspace_path: str, command: StdioCommand) -> dict[str, object]:
-        """Landlock in a root of its own (``_view``): the server's installation and mounts at
-        their own paths, the workspace at ``workspace_path``, a private ``/tmp``."""
-        everything = _kernel.handled_fs(gateway.abi)
-        rules = [*_layout.system_rules(egress=command.network),
-                 *((p, everything) for p in ("/tmp", "/dev/shm"))]
-        rules += [(target, everything if writable else _READ_EXEC)
-                  for _, target, writable, _ in binds]
-        confine = {
-            "cwd": workspace_path, "identity": gateway._identity,
-            "rlimits": command_rlimits(gateway.policy, gateway._identity),
-            "landlock": {"abi": gateway.abi, "rules": rules, "deny_tcp": not command.network},
-            "seccomp": seccomp_program(deny_sockets=not command.network).hex(),
-            "view": {"static": _layout.static_entries(egress=command.network,
-                                                      tmp_size=gateway.policy.tmp_size_bytes),
-                     "dynamic": _layout.bind_entries(binds)},
-        }
-        return {"mode": "landlock", "confine": confine, "cwd": workspace_path}
-
-    def _confined_spec(self, gateway: ProcessGateway, installation: Installation,
-                       mounts: tuple[StdioMount, ...], work: Path, tmp: Path,
-                       command: StdioCommand, identity: tuple[int, int] | None
-                       ) -> dict[str, object]:
-        if not isinstance(gateway, LandlockGateway):  # backend ``none``: asked for by name
-            return {"mode": "none", "confine": None, "cwd": str(work)}
-        everything = _kernel.handled_fs(gateway.abi)
-        rules = [*_layout.system_rules(egress=command.network), (str(work), everything),
-                 (str(tmp), everything)]
-        rules += [(str(r), _READ_EXEC) for r in installation.roots]
-        rules += [(str(m.path), everything if m.writable else _READ_EXEC) for m in mounts]
-        confine = {
-            "cwd": str(work), "identity": identity,
-            "rlimits": command_rlimits(gateway.policy, identity),
-            "landlock": {"abi": gateway.abi, "rules": rules, "deny_tcp": not command.network},
-            "seccomp": seccomp_program(deny_sockets=not command.network).hex(),
-        }
-        return {"mode": "landlock", "confine": confine, "cwd": str(work)}
-
-
-def _server_binds(installation: Installation, mounts: tuple[StdioMount, ...], work: Path,
-                  workspace_path: str, identity: tuple[int, int] | None) -> list[_layout.Bind]:
-    """The server's binds in a namespace view: its installation and declared mounts at their
-    own paths, the workspace last (on top of everything); each idmapped where the sandbox
-    uid could not use it as it is (root only)."""
-    binds: list[_layout.Bind] = [
-        (str(r), str(r), False, reach.idmap_owner(r, identity, writable=False))
-        for r in installation.roots]
-    binds += [(str(m.path), str(m.path), m.writable,
-               reach.idmap_owner(m.path, identity, writable=m.writable)) for m in mounts]
-    binds.append((str(work), workspace_path, True, reach.idmap_owner(work, identity, writable=True)))
-    return binds
-
-
-def _entry(bind: _layout.Bind, *, idmapped: bool) -> list[object]:
-    source, target, writable, idmap = bind
-    return [source, target, writable, list(idmap) if idmap is not None and idmapped else None]
-
 
 def _check_mounts(mounts: tuple[StdioMount, ...], installation: Installation,
                   work: Path) -> tuple[StdioMount, ...]:
