@@ -254,6 +254,7 @@ def bench_startup(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         ordered = sorted(values)
         section["backends"][name] = {
             "median_ms": statistics.median(values), "p90_ms": ordered[int(0.9 * (len(ordered) - 1))],
+            "view": getattr(gateways[name], "view", "namespace"),  # docs/sandbox.md, the shapes
         }
     if {"bubblewrap", "landlock"} <= measured.keys():
         ratio = section["backends"]["landlock"]["median_ms"] / section["backends"]["bubblewrap"]["median_ms"]
@@ -266,7 +267,8 @@ def bench_startup(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 def print_startup(section: dict[str, Any]) -> None:
     log(f"\nstartup: exec of `true`, {section['runs_per_backend']} runs per backend")
     for name, figures in section["backends"].items():
-        log(f"  {name:<12} median {figures['median_ms']:7.2f} ms   p90 {figures['p90_ms']:7.2f} ms")
+        log(f"  {name:<12} median {figures['median_ms']:7.2f} ms   p90 {figures['p90_ms']:7.2f} ms"
+            f"   ({figures.get('view', '?')} view)")
     if "landlock_to_bubblewrap" in section:
         verdict = section["targets"]["landlock_startup_ratio"]
         log(f"  landlock / bubblewrap {section['landlock_to_bubblewrap']:5.2f}   "

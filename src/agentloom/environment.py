@@ -158,8 +158,8 @@ class RunEnvironment:
         work in here (``FOLDER_UNREACHABLE``: a root-owned folder, or one below a folder the
         sandbox uid cannot search, where no mount namespace can be made); nothing when no
         sandbox is usable (``exec`` reports that itself) or commands run unconfined."""
-        if self.sandbox_backend == "none" or sandbox_identity() is None:
-            return
+        if self.sandbox_backend == "none" or sandbox_identity() is None or not folder.is_dir():
+            return  # a missing folder is the workspace's to report (WORKDIR_NOT_FOUND)
         try:
             gateway = await self.gateway()
         except SandboxError:
