@@ -158,14 +158,19 @@ class RunEnvironment:
         work in here (``FOLDER_UNREACHABLE``: a root-owned folder, or one below a folder the
         sandbox uid cannot search, where no mount namespace can be made); nothing when no
         sandbox is usable (``exec`` reports that itself) or commands run unconfined."""
-        if self.sandbox_backend == "none" or sandbox_identity() is None or not folder.is_dir():
-            return  # a missing folder is the workspace's to report (WORKDIR_NOT_FOUND)
+        if self.sandbox_backend == "none" or sandbox_identity() is None:
+            return
         try:
             gateway = await self.gateway()
         except SandboxError:
             return
         scope = SandboxScope(workspace_scope_id="workdir", run_id="workdir", work_dir=folder)
-        await asyncio.to_thread(gateway.check_scope, scope)
+
+        def check() -> None:
+            if folder.is_dir():  # a missing one is the workspace's to report (WORKDIR_NOT_FOUND)
+                gateway.check_scope(scope)
+
+        await asyncio.to_thread(check)
 
     def reclaim_spools(self) -> int:
         """Delete the output spools of runtimes that died (``kill -9``) under this root;
