@@ -170,8 +170,10 @@ async def _scenario(servers: Callable[[], ScriptedOpenAIServer],
         seen.carol.update(tool_results(sent_messages(carol, n)))
 
     # bob, an AgentNode of the same run: alice's, the workflow's and carol's files
+    # its own file first, in a turn of its own: the calls of one turn run side by side, and a
+    # glob beside the write could look before the file exists
+    bob_write = calls(tool_call("b-own", "fs_write", path="bob-secret.txt", content="BOB SECRET"))
     bob_calls = [
-        tool_call("b-own", "fs_write", path="bob-secret.txt", content="BOB SECRET"),
         tool_call("b-rel", "fs_read", path=f"{UP_INVOCATION}{alice_below_root}/alice-secret.txt"),
         tool_call("b-rel-wf", "fs_read", path=f"{UP_INVOCATION}{wf_below_root}/wf-secret.txt"),
         tool_call("b-abs", "fs_read", path=str(alice_dir / "alice-secret.txt")),
@@ -187,7 +189,7 @@ async def _scenario(servers: Callable[[], ScriptedOpenAIServer],
                 f"cat {alice_dir}/alice-secret.txt {wf}/wf-secret.txt "
                 f"{carol_dir}/carol-secret.txt "
                 f"{UP_INVOCATION}{alice_below_root}/alice-secret.txt; ls -R {root}; echo END"))]
-    bob.script(calls(*bob_calls),
+    bob.script(bob_write, calls(*bob_calls),
                *([calls(tool_call("b-made", "fs_read", path="made/alice-secret.txt"))]
                  if with_exec else []),
                answer(alice_below_root))
