@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.sandbox.conftest import searchable
+from tests.sandbox.conftest import owned_by_a_user_where_needed, searchable
 
 from agentloom.testing.openai_server import ScriptedOpenAIServer, chat_turn
 
@@ -53,8 +53,8 @@ def _told(server: ScriptedOpenAIServer, request: int) -> dict[str, str]:
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(["git", "-c", "safe.directory=*", "-C", str(repo), *args], check=True,
+                          capture_output=True, text=True).stdout
 
 
 @pytest.fixture
@@ -70,6 +70,7 @@ def checkout(tmp_path: Path) -> Path:
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "secret.txt").write_text(SECRET, encoding="utf-8")
     searchable(repo)  # as root, sandboxed commands run unprivileged and must reach it
+    owned_by_a_user_where_needed(repo)  # a default container works in it as its owner
     return repo
 
 

@@ -84,6 +84,23 @@ def searchable(path: Path) -> None:
     open_to_others(path)
 
 
+#: The ordinary user a folder of the user's belongs to in the 'container' test shape.
+ORDINARY_USER = 1000
+
+
+def owned_by_a_user_where_needed(path: Path) -> None:
+    """Give ``path`` (a test's stand-in for a folder of the user's) and everything in it to an
+    ordinary user where a root runtime cannot make a mount namespace: there commands work in
+    a folder of the user's as its owner, and a root-owned one is refused (issue #33; that
+    refusal has tests of its own). Elsewhere nothing is changed."""
+    if os.geteuid() != 0 or can_make_mount_namespace():
+        return
+    for folder, dirs, files in os.walk(path):
+        for name in [".", *dirs, *files]:
+            os.lchown(os.path.join(folder, name), ORDINARY_USER, ORDINARY_USER)
+    searchable(path)
+
+
 def open_to_others(path: Path) -> None:
     """Let any uid pass through ``path`` and the test folders above it (``o+x``): for what
     must be reached by path from outside any sandbox view (a fake ``bwrap`` the sandbox uid
