@@ -229,8 +229,9 @@ def bench_startup(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
     async def times(gateway: Any, work: Path) -> list[float]:
         handle = await gateway.ensure(
-            SandboxScope(workspace_scope_id="bench", run_id=f"bench-{gateway.sandbox_mode}", work_dir=work),
-            None, 1)
+            # a run's own work folder (the workspace package's: the sandbox uid's)
+            SandboxScope(workspace_scope_id="bench", run_id=f"bench-{gateway.sandbox_mode}",
+                         work_dir=work, managed=True), None, 1)
         out = []
         for _ in range(args.startup_runs):
             started = time.perf_counter()
@@ -290,7 +291,8 @@ def _bench_exec_one(args: argparse.Namespace, workdir: Path, gateway: Any, refer
 
     async def run_all() -> tuple[list[dict[str, Any]], list[float]]:
         handle = await gateway.ensure(
-            SandboxScope(workspace_scope_id="bench", run_id="bench-exec", work_dir=work), None, 1
+            SandboxScope(workspace_scope_id="bench", run_id="bench-exec", work_dir=work,
+                         managed=True), None, 1
         )
         runs, pipes = [], []
         for i in range(args.repeat):  # interleaved, so both see the same machine state
