@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentloom.sandbox.bubblewrap import RUNTIME_PATHS
+from agentloom.sandbox._layout import RUNTIME_PATHS
 from agentloom.sandbox.errors import COMMAND_INVALID, SandboxError
 
 

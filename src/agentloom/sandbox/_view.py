@@ -186,7 +186,7 @@ def _clones(entries: Sequence[Entry], identity: tuple[int, int] | None,
                 owner = (int(idmap[0]), int(idmap[1]))
                 fd = (userns or {}).get(owner) or made.get(owner) or -1
                 if fd < 0:
-                    fd = made[owner] = _userns(owner, identity)
+                    fd = made[owner] = make_userns(owner, identity)
                 attrs |= _kernel.MOUNT_ATTR_IDMAP
             _kernel.mount_setattr(tree, attrs, userns_fd=fd, recursive=not idmap)
     except BaseException:
@@ -230,10 +230,11 @@ def _pivot() -> None:
         os.close(root)
 
 
-def _userns(owner: Owner, identity: tuple[int, int]) -> int:
+def make_userns(owner: Owner, identity: tuple[int, int]) -> int:
     """A user namespace whose one mapping is ``owner`` (inside) to ``identity`` (outside):
     the idmapping that shows ``owner``'s files as ``identity``'s. Made by a short-lived child
-    (a process cannot leave its own user namespace), which exits once its namespace is held."""
+    (a process cannot leave its own user namespace), which exits once its namespace is held;
+    the zygote keeps one per owner across commands."""
     ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
     done_r, done_w = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
@@ -265,12 +266,6 @@ def _userns(owner: Owner, identity: tuple[int, int]) -> int:
         os.close(done_w)
         os.close(ready_r)
         os.waitpid(pid, 0)
-
-
-def userns_for(owner: Owner, identity: tuple[int, int]) -> int:
-    """The user namespace of the idmapping ``owner`` → ``identity`` (a new fd; see
-    ``_userns``), for a caller that keeps it across commands (the zygote)."""
-    return _userns(owner, identity)
 
 
 def _attach(tree: int, path: str, *, mode: int = 0o755) -> None:

@@ -118,7 +118,7 @@ def _userns_fds(request: dict[str, Any], made: dict[tuple[int, int, int, int], i
     for owner in owners[:_view.MAX_IDMAPS]:
         key = (*owner, int(identity[0]), int(identity[1]))
         if key not in made:
-            made[key] = _view.userns_for(owner, (key[2], key[3]))
+            made[key] = _view.make_userns(owner, (key[2], key[3]))
         fds.append(made[key])
     return fds
 

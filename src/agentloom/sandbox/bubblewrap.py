@@ -58,13 +58,6 @@ MIN_VERSION = (0, 8)  # --disable-userns and --size first appear in 0.8.0
 SANDBOX_HOSTNAME = "sandbox"
 SELF_CHECK_TIMEOUT_S = 30.0
 
-# The host files every backend shows, kept importable from here (``_layout`` owns them).
-RUNTIME_PATHS = _layout.RUNTIME_PATHS
-RUNTIME_ETC = _layout.RUNTIME_ETC
-EGRESS_ETC = _layout.EGRESS_ETC
-PROC_READONLY = _layout.PROC_READONLY
-
-
 class BubblewrapGateway(ProcessGateway):
     """``SandboxGateway`` on bubblewrap (``bwrap``): see the module docstring.
 
@@ -265,7 +258,7 @@ class BubblewrapGateway(ProcessGateway):
         a += ["--seccomp", str(seccomp_fd)]
         a += self._runtime
         a += ["--proc", "/proc"]
-        for path in PROC_READONLY:
+        for path in _layout.PROC_READONLY:
             a += ["--ro-bind-try", path, path]
         a += ["--dev", "/dev"]
         size = str(policy.tmp_size_bytes)
@@ -336,8 +329,3 @@ def _version(bwrap: str) -> tuple[int, ...]:
     if match is None:
         raise SandboxError(SANDBOX_UNAVAILABLE, f"unrecognised `bwrap --version` output; {INSTALL_HINT}")
     return tuple(int(g) for g in match.groups() if g is not None)
-
-
-def _runtime_args(*, egress: bool) -> list[str]:
-    """bubblewrap's flags for the runtime and the ``/etc`` entries (``_layout``)."""
-    return _layout.bwrap_runtime_args(egress=egress)

@@ -60,7 +60,6 @@ ENABLE_HINT = (
     "Landlock needs Linux >= 5.13 with `landlock` in the kernel's lsm= list "
     "(check /sys/kernel/security/lsm)"
 )
-DEVICES = _layout.DEVICES
 _PRIVATE = ("/tmp", "/dev/shm")
 
 
