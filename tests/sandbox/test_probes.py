@@ -16,6 +16,7 @@ never read.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import secrets
 import shlex
@@ -30,6 +31,7 @@ from typing import Literal
 
 import pytest
 from tests.sandbox.conftest import kill_all, processes_with, run_command, sandbox_path, scope_for, text
+from tests.sandbox.io_uring_attack import URING_SOCKET
 
 from agentloom.sandbox import BubblewrapGateway, ExecCommand, LandlockGateway
 
@@ -108,6 +110,17 @@ def _sigkill_hit(pid: int) -> bool:
     if fields.get("State", "").startswith(("Z", "X")):
         return True
     return any(int(fields.get(key, "0"), 16) & (1 << (9 - 1)) for key in ("SigPnd", "ShdPnd"))
+
+
+def uring(code: str) -> str:
+    """A probe that makes its socket through io_uring (``uring_socket``), then runs ``code``."""
+    return py(URING_SOCKET + code)
+
+
+def _pg_socket() -> str | None:
+    """The host's PostgreSQL socket (the server CI runs), if any."""
+    found = sorted(glob.glob("/var/run/postgresql/.s.PGSQL.*[0-9]"))
+    return found[0] if found else None
 
 
 def py(code: str) -> str:
@@ -273,6 +286,34 @@ PROBES: list[Probe] = [
         "connect_host_unix_socket_outside_work",
         lambda c, m: py(f"import socket; socket.socket(socket.AF_UNIX).connect({str(c.unix_path)!r})"),
         lambda c, o: _accepted(c.unix),
+    ),
+    # issue #34 (1): a socket made by io_uring never passes the seccomp socket() rule
+    Probe(
+        "io_uring_socket_connects_host_unix_socket",
+        lambda c, m: uring(f"uring_socket(1, 1).connect({str(c.unix_path)!r}); print('CONNECTED')"),
+        lambda c, o: _accepted(c.unix) or "CONNECTED" in o.stdout,
+    ),
+    Probe(
+        "io_uring_socket_sends_udp_to_host_loopback",
+        lambda c, m: uring(f"uring_socket(2, 2).sendto(b'pwned', ('127.0.0.1', {c.udp.getsockname()[1]}))"),
+        lambda c, o: _received(c.udp),
+    ),
+    Probe(
+        "io_uring_socket_connects_host_tcp_listener",
+        lambda c, m: uring(f"uring_socket(2, 1).connect(('127.0.0.1', {c.tcp.getsockname()[1]}))"),
+        lambda c, o: _accepted(c.tcp),
+    ),
+    Probe(
+        "connect_host_postgresql_socket",
+        lambda c, m: py(f"import socket; socket.socket(1).connect({_pg_socket()!r}); print('PG_CONNECTED')"),
+        lambda c, o: "PG_CONNECTED" in o.stdout,
+        needs=lambda c: None if _pg_socket() else "no PostgreSQL socket on this host",
+    ),
+    Probe(
+        "io_uring_socket_connects_host_postgresql_socket",
+        lambda c, m: uring(f"uring_socket(1, 1).connect({_pg_socket()!r}); print('PG_CONNECTED')"),
+        lambda c, o: "PG_CONNECTED" in o.stdout,
+        needs=lambda c: None if _pg_socket() else "no PostgreSQL socket on this host",
     ),
     # -- fds and environment -------------------------------------------------------------
     Probe(

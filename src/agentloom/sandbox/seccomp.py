@@ -18,7 +18,9 @@ is killed. A command of another architecture (x32, 32-bit) is refused outright.
 
 With ``deny_sockets`` (Landlock without egress) ``socket()`` fails with ``EACCES`` for
 every address family: Landlock confines TCP only, and neither UDP nor unix sockets on
-paths. ``socketpair`` stays allowed.
+paths. ``socketpair`` stays allowed for stream and seqpacket sockets (asyncio's event loop
+needs one), which are connected to each other from birth; a datagram pair fails with
+``EACCES``, since a datagram socket may still ``sendto`` or ``connect`` a host socket path.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ _LD_W_ABS = 0x20
 _JEQ_K = 0x15
 _JGE_K = 0x35
 _JSET_K = 0x45
+_AND_K = 0x54
 _RET_K = 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
@@ -44,6 +47,10 @@ _X32_BIT = 0x40000000
 #: CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME
 #: S_ISUID | S_ISGID: a chmod to either fails, so no command makes a set-id file.
 _SET_ID_BITS = 0o6000
+#: SOCK_NONBLOCK | SOCK_CLOEXEC: the flags a socket type may carry.
+_SOCK_TYPE_FLAGS = 0o4000 | 0o2000000
+#: SOCK_STREAM, SOCK_SEQPACKET: connected from birth, a pair of them reaches only itself.
+_CONNECTED_TYPES = (1, 5)
 #: O_CREAT | __O_TMPFILE: an open that creates, whose mode argument is used.
 _CREATE_FLAGS = 0o100 | 0o20000000
 _CLONE_NAMESPACES = (
@@ -69,7 +76,7 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
         "userfaultfd": 323, "unshare": 272, "setns": 308, "kexec_load": 246, "kexec_file_load": 320,
         "init_module": 175, "finit_module": 313, "delete_module": 176, "open_by_handle_at": 304,
         "acct": 163, "swapon": 167, "swapoff": 168, "syslog": 103, "quotactl": 179,
-        "socket": 41, "clone": 56, "clone3": 435,
+        "socket": 41, "socketpair": 53, "clone": 56, "clone3": 435,
         "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "open": 2, "creat": 85, "openat": 257, "openat2": 437, "mkdir": 83, "mkdirat": 258,
@@ -83,7 +90,7 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
         "userfaultfd": 282, "unshare": 97, "setns": 268, "kexec_load": 104, "kexec_file_load": 294,
         "init_module": 105, "finit_module": 273, "delete_module": 106, "open_by_handle_at": 265,
         "acct": 89, "swapon": 224, "swapoff": 225, "syslog": 116, "quotactl": 60,
-        "socket": 198, "clone": 220, "clone3": 435,
+        "socket": 198, "socketpair": 199, "clone": 220, "clone3": 435,
         "fchmod": 52, "fchmodat": 53, "fchmodat2": 452,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "openat": 56, "openat2": 437, "mkdirat": 34, "mknodat": 33,
@@ -124,6 +131,21 @@ def _deny_set_id_create(nr: int, flags_arg: int, mode_arg: int) -> bytes:
     )
 
 
+def _deny_unconnected_pairs(nr: int) -> bytes:
+    """``socketpair`` (``nr``) of a type other than stream or seqpacket fails with EACCES: a
+    datagram socket of a pair may still ``sendto`` or ``connect`` a unix socket path."""
+    stream, seqpacket = _CONNECTED_TYPES
+    return (
+        _op(_JEQ_K, nr, 0, 6)
+        + _op(_LD_W_ABS, _OFF_ARG0_LOW + 8)
+        + _op(_AND_K, ~_SOCK_TYPE_FLAGS & 0xFFFFFFFF)
+        + _op(_JEQ_K, stream, 2, 0)
+        + _op(_JEQ_K, seqpacket, 1, 0)
+        + _op(_RET_K, _RET_ERRNO | errno.EACCES)
+        + _op(_LD_W_ABS, _OFF_NR)  # the accumulator holds the call number again
+    )
+
+
 def seccomp_program(*, deny_sockets: bool, machine: str | None = None) -> bytes:
     """The filter as packed ``struct sock_filter`` items (what ``bwrap --seccomp`` reads
     and ``PR_SET_SECCOMP`` takes).
@@ -145,6 +167,7 @@ def seccomp_program(*, deny_sockets: bool, machine: str | None = None) -> bytes:
     prog += _deny(numbers["openat2"], errno.ENOSYS)
     if deny_sockets:
         prog += _deny(numbers["socket"], errno.EACCES)
+        prog += _deny_unconnected_pairs(numbers["socketpair"])
     for name, mode_arg in (("chmod", 1), ("fchmod", 1), ("fchmodat", 2), ("fchmodat2", 2),
                            ("creat", 1), ("mkdir", 1), ("mkdirat", 2), ("mknod", 1),
                            ("mknodat", 2)):
