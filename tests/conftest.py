@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import compileall
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +19,18 @@ PG_BASE = os.environ.get("AGENTLOOM_TEST_PG", "postgresql://postgres@127.0.0.1:5
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Compile the package's modules once, before any test starts: many tests run the CLI in
+    """The state home of this test process (``$XDG_STATE_HOME``), where runs started without
+    a ``workspace.root`` keep their workspaces (``folders.default_workspace_root``): a
+    folder of its own, searchable as ``/tmp`` is, so no test writes the user's
+    ``~/.local/state`` and the ``container`` shape needs no move (issue #34, 8).
+
+    Compile the package's modules once, before any test starts: many tests run the CLI in
     a subprocess, and where ``PYTHONDONTWRITEBYTECODE`` is set each of them would compile
     every module again (a quarter of a second each). Reading ``.pyc`` files is never off."""
+    state = tempfile.mkdtemp(prefix="agentloom-state-")
+    os.chmod(state, 0o711)
+    os.environ["XDG_STATE_HOME"] = state
+    config.add_cleanup(lambda: shutil.rmtree(state, ignore_errors=True))
     if not hasattr(config, "workerinput"):  # the controller only, not each xdist worker
         compileall.compile_dir(Path(__file__).resolve().parents[1] / "src" / "agentloom",
                                quiet=1)

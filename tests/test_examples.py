@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from agentloom.folders import default_workspace_root
 from agentloom.sandbox import landlock_available
 from agentloom.sandbox.reach import can_make_mount_namespace
 
@@ -181,7 +182,7 @@ def test_example_mcp_commits_a_note_with_the_git_server_through_the_pipeline(
              if op["capability"].startswith("mcp.")]
     assert calls == [("mcp.git.git_add", "succeeded"), ("mcp.git.git_commit", "succeeded"),
                      ("mcp.git.git_log", "succeeded")]
-    (workspace,) = {p.parent for p in (folder / ".agentloom").rglob("NOTES.md")}
+    (workspace,) = {p.parent for p in default_workspace_root(folder).rglob("NOTES.md")}
     log = subprocess.run(["git", "-c", f"safe.directory={workspace}", "-C", str(workspace), "log",
                           "--format=%an <%ae> %s"], capture_output=True, text=True, check=True)
     assert log.stdout.splitlines() == ["release-agent <agent@example.org> Add the release note"]

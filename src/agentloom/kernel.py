@@ -24,6 +24,7 @@ from agentloom.catalog import CapabilityRegistry, CapabilitySpec, legal_exposed_
 from agentloom.context import ContextManager, ResultReadHandler, result_read_spec
 from agentloom.environment import RunEnvironment
 from agentloom.errors import RegistrationError
+from agentloom.folders import default_workspace_root
 from agentloom.hooks import HookLike, hook_specs
 from agentloom.hooks.decision import HookOutcome
 from agentloom.hooks.fields import fields_document
@@ -78,9 +79,6 @@ def tool_capability(
     return spec, ToolHandler(tool, files=files)
 
 
-DEFAULT_WORKSPACE_ROOT = ".agentloom/workspaces"
-
-
 @dataclass(frozen=True, slots=True)
 class RunLease:
     """A claim on one run: the run id, the lease epoch every commit of the holder is fenced by,
@@ -112,7 +110,7 @@ class Kernel:
         hooks: Sequence[HookLike] = (),
         hook_functions: Mapping[str, Callable[..., Any]] | None = None,
         preview_limit: int = 4096,
-        workspace_root: Path | str = DEFAULT_WORKSPACE_ROOT,
+        workspace_root: Path | str | None = None,
         sandbox: EnvironmentPolicy | None = None,
         sandbox_backend: SandboxBackend = "auto",
     ) -> None:
@@ -121,7 +119,8 @@ class Kernel:
         bubblewrap, else Landlock, else ``exec`` fails with ``SANDBOX_UNAVAILABLE``;
         ``none``: unconfined). It is recorded on every run (``runs.data.sandbox_backend``).
         ``hooks`` takes what ``Runtime`` does: ``HookSpec``s, ``@agentloom.hook`` functions
-        and plain callables (``agentloom.hooks.hook_specs``)."""
+        and plain callables (``agentloom.hooks.hook_specs``). ``workspace_root`` defaults to
+        ``folders.default_workspace_root`` of the working folder: outside the project."""
         self.store = open_store(store) if isinstance(store, str) else store
         self.coordinator = CommitCoordinator(self.store)
         self.registry = CapabilityRegistry()
@@ -139,7 +138,8 @@ class Kernel:
         self.delegations = ToolManager()
         self.bus.register_owner("delegation", self.delegations)
         self.environment = RunEnvironment(
-            self.store, self.coordinator, root=Path(workspace_root), policy=sandbox,
+            self.store, self.coordinator, root=Path(workspace_root) if workspace_root is not None
+            else default_workspace_root(Path.cwd()), policy=sandbox,
             sandbox_backend=sandbox_backend, notify=self.bus.notify)
         self.hooks.attach_environment(self.environment)  # command hooks: sandbox, workspaces
         self.tools.register("builtin:result.read",

@@ -104,7 +104,7 @@ def test_defaults_apply_to_every_key_left_out(tmp_path: Path) -> None:
     assert agent.retry == RetryConfig(enabled=False, max_attempts=2, interval_s=2.0)
     assert agent.limits == LimitsConfig(run_deadline_s=3600, first_output_timeout_s=60,
                                         stream_idle_timeout_s=None, batch_concurrency=2, max_steps=50)
-    assert config.workspace.root == ".agentloom/workspaces"
+    assert config.workspace.root is None  # default: outside the project (folders.default_workspace_root)
     assert config.sandbox == SandboxConfig(backend="auto", env={}, egress=False, allow_shell=False,
                                            timeout_s=10, max_processes=512,
                                            max_file_bytes=1 << 30, max_cpu_s=3600)

@@ -1,6 +1,6 @@
 """Issue #10, hardening: the SQLite database file and its -wal / -shm files are 0600, the
-folders the store creates for it 0711 (searchable, not listable); an existing file of ours is
-tightened and keeps working."""
+folders the store creates for it 0700 (issue #34, 8: the workspaces are not beside it, no one
+else passes through); an existing file of ours is tightened and keeps working."""
 
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ def test_hardening_store_file_is_0600(tmp_path: Path) -> None:
             assert mode(extra) == 0o600, extra.name
     finally:
         store.close()
-    assert mode(tmp_path / "state") == 0o711
-    assert mode(tmp_path / "state" / "nested") == 0o711
+    assert mode(tmp_path / "state") == 0o700
+    assert mode(tmp_path / "state" / "nested") == 0o700
     assert mode(tmp_path) == 0o755  # a folder the store did not create is left as it was
 
 

@@ -75,7 +75,7 @@ from agentloom.errors import (
 from agentloom.hooks import HookLike, hook_specs
 from agentloom.hooks.spec import HookSpec
 from agentloom.ids import new_id
-from agentloom.kernel import DEFAULT_WORKSPACE_ROOT, Kernel, RunLease
+from agentloom.kernel import Kernel, RunLease
 from agentloom.models.ports import Connection
 from agentloom.pipeline.context import InvocationContext
 from agentloom.refs import OwnerRef, Principal
@@ -259,7 +259,7 @@ class Runtime:
         store: Store | str = "sqlite:///.agentloom/agentloom.db",
         hooks: Sequence[HookLike] = (),
         hook_functions: Mapping[str, Callable[..., Any]] | None = None,
-        workspace_root: Path | str = DEFAULT_WORKSPACE_ROOT,
+        workspace_root: Path | str | None = None,
         sandbox_backend: SandboxBackend = "auto",
         sandbox_policy: EnvironmentPolicy | None = None,
         space_id: str = "default",

@@ -4,7 +4,8 @@
 Without ``--yes`` nothing changes: it says what would be deleted and exits 2
 (``CONFIRMATION_REQUIRED``). The folders are looked for under the workspace root of
 ``--config``; without it, under the root the owner's run-end cleanups recorded, else that of
-the config file its runs were started from, else the default ``.agentloom/workspaces``.
+the config file its runs were started from, else the default root of the working folder
+(``folders.default_workspace_root``).
 """
 
 from __future__ import annotations

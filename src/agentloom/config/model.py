@@ -33,6 +33,7 @@ from pydantic import (
     StrictInt,
     Tag,
     ValidationInfo,
+    field_serializer,
     field_validator,
     model_validator,
 )
@@ -52,7 +53,9 @@ from agentloom.config.mcp import MCP_TAGS, McpServerConfig, mcp_entry_parts
 from agentloom.config.skills import AgentSkills, SkillHooksConfig, SkillSourceConfig
 from agentloom.config.workflows import WORKFLOW_TAGS, WorkflowConfig, workflow_names, workflow_problems
 from agentloom.errors import CatalogError, ConfigError
+from agentloom.folders import default_workspace_root
 from agentloom.limits import leaves_input_room
+from agentloom.secret_refs import masked
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -96,7 +99,6 @@ BUILTIN_TOOLS: tuple[str, ...] = (
 Written out here, as names only, so config imports no tool; tests/config/test_load.py pins it
 equal to ``agentloom.environment.BUILTIN_TOOLS``."""
 
-DEFAULT_WORKSPACE_ROOT = ".agentloom/workspaces"
 STORE_FILE = ".agentloom/agentloom.db"
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,57}$")
@@ -329,13 +331,18 @@ class CommandHandlerConfig(_Strict):
 class HttpHandlerConfig(_Strict):
     """A ``kind: http`` hook handler: the event is POSTed to ``url`` with ``headers`` (values
     may use ``${VAR}``); ``allow_private: true`` lets it reach loopback and private addresses;
-    ``timeout_s`` here is the hook's timeout."""
+    ``timeout_s`` here is the hook's timeout. A dump of it (the snapshot a run records of its
+    configuration) masks every literal header value, as the hook's recorded version does."""
 
     kind: Literal["http"]
     url: Annotated[str, AfterValidator(_url)]
     headers: dict[str, str] = Field(default_factory=dict)
     allow_private: StrictBool = False
     timeout_s: StrictFloat | None = Field(default=None, gt=0)
+
+    @field_serializer("headers")
+    def _masked_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        return masked(headers)
 
 
 class McpHandlerConfig(_Strict):
@@ -499,7 +506,10 @@ class WorkspaceConfig(_Strict):
     """``workspace:`` — the shared root of run folders, an optional folder every run binds
     (``--workdir`` overrides it), and whether a run's own folder is kept after it ends."""
 
-    root: str = Field(default=DEFAULT_WORKSPACE_ROOT, min_length=1)
+    root: str | None = Field(default=None, min_length=1)
+    """The folder run folders live in (relative to the config file's folder). Default: one per
+    project outside it, ``<state home>/agentloom/workspaces/<folder>-<digest>``
+    (``folders.default_workspace_root``), so nothing given the project folder reaches a run's."""
     bind: str | None = Field(default=None, min_length=1)
     """An existing folder every run works in (relative to the config file's folder);
     ``agentloom run --workdir`` overrides it."""
@@ -701,7 +711,10 @@ class Config(_Strict):
         return p if p.is_absolute() else self._base_dir / p
 
     def workspace_root(self) -> Path:
-        """The shared workspace root (``workspace.root`` resolved against ``base_dir``)."""
+        """The shared workspace root: ``workspace.root`` resolved against ``base_dir``, else
+        ``folders.default_workspace_root(base_dir)`` (outside the project)."""
+        if self.workspace.root is None:
+            return default_workspace_root(self._base_dir)
         return self.resolve_path(self.workspace.root)
 
     def default_store_url(self) -> str:

@@ -161,14 +161,14 @@ def _read_only_connection(uri: str) -> sqlite3.Connection:
 
 
 def _prepare_file(path: Path) -> None:
-    """Create the database file ``0600`` (its missing folders ``0711``: searchable, never
-    listable, as the sandbox uid must pass through ``.agentloom/`` to the workspaces beside
-    the database) before SQLite opens it.
+    """Create the database file ``0600`` (its missing folders ``0700``: the workspaces are
+    no longer beside it, ``folders.default_workspace_root``, so no one else passes through)
+    before SQLite opens it.
 
     An existing file, and any ``-wal`` / ``-shm`` file left beside it, keeps working; if we
     own it and others may read it, it is tightened to the owner's read and write bits.
     """
-    make_dirs(path.parent)
+    make_dirs(path.parent, 0o700)
     _tighten(os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
     real = os.path.realpath(path)  # SQLite keeps its -wal / -shm beside the linked-to file
     for suffix in _SIDECARS:
