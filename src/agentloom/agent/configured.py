@@ -213,7 +213,8 @@ def environment_policy(config: Config) -> EnvironmentPolicy:
     return EnvironmentPolicy(
         env=sandbox.env, egress=sandbox.egress, allow_shell=sandbox.allow_shell,
         default_timeout_s=sandbox.timeout_s, max_processes=sandbox.max_processes,
-        max_file_bytes=sandbox.max_file_bytes, max_cpu_s=sandbox.max_cpu_s)
+        max_file_bytes=sandbox.max_file_bytes, max_cpu_s=sandbox.max_cpu_s,
+        max_work_bytes=sandbox.max_work_bytes)
 
 
 ProgramsFactory = Callable[[Config, Callable[[str], dict[str, AgentTool]]], Sequence[RunProgram]]

@@ -532,7 +532,9 @@ class SandboxConfig(_Strict):
     ``egress`` (default false) lets commands reach the network; ``allow_shell`` (default
     false) lets the model send ``shell_script``; ``timeout_s`` (default 10) is a command's
     timeout when the call sets none. ``max_processes`` (512), ``max_file_bytes`` (1 GiB) and
-    ``max_cpu_s`` (3600) are the rlimits set on every command (not with ``backend: none``).
+    ``max_cpu_s`` (3600) are the rlimits set on every command (not with ``backend: none``);
+    ``max_work_bytes`` (4 GiB) caps a run's own work folder while a command runs (a folder of
+    the user's, ``--workdir``, is not capped).
     """
 
     removed_keys: ClassVar[Mapping[str, str]] = {
@@ -548,6 +550,7 @@ class SandboxConfig(_Strict):
     max_processes: StrictInt = Field(default=512, ge=1)
     max_file_bytes: StrictInt = Field(default=1 << 30, ge=1)
     max_cpu_s: StrictInt = Field(default=3600, ge=1)
+    max_work_bytes: StrictInt = Field(default=4 << 30, ge=4096)
 
     @field_validator("env")
     @classmethod

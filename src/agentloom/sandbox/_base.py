@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from agentloom.ids import new_id
+from agentloom.sandbox._disk import Capped
 from agentloom.sandbox._execution import Execution, ExecutionHandleImpl
 from agentloom.sandbox._launcher import Confinement
 from agentloom.sandbox._spool import SpoolDir
@@ -312,7 +313,18 @@ class ProcessGateway:
         identity: tuple[int, int] | None = None,
         rlimits: tuple[tuple[int, int], ...] = (),
         cleanup: Callable[[], object] | None = None,
+        scope: SandboxScope | None = None,
+        tmp: Path | None = None,
     ) -> Launch:
+        """``scope``: a ``managed`` work folder (one AgentLoom made) is capped at
+        ``max_work_bytes``; ``tmp``: a private ``TMPDIR`` outside a tmpfs, capped at
+        ``tmp_size_bytes`` (``_disk``)."""
+        capped = []
+        if scope is not None and scope.managed:
+            capped.append(Capped(scope.work_dir.absolute(), self._policy.max_work_bytes,
+                                 "the work folder"))
+        if tmp is not None:
+            capped.append(Capped(tmp, self._policy.tmp_size_bytes, "TMPDIR"))
         return Launch(
             argv_for=argv_for,
             env=env,
@@ -326,6 +338,7 @@ class ProcessGateway:
             identity=identity,
             rlimits=rlimits,
             cleanup=cleanup,
+            capped=tuple(capped),
         )
 
     def _check_epoch(self, run_id: str, lease_epoch: int) -> None:

@@ -28,7 +28,7 @@ from agentloom.sandbox.ports import (
     SandboxMode,
 )
 
-KillReason = Literal["timeout", "terminated", "revoked"]
+KillReason = Literal["timeout", "terminated", "revoked", "disk_limit"]
 #: What runs an execution: bubblewrap or a command under ``Popen``, or a reaper.
 Launched = subprocess.Popen[bytes] | ReaperProcess
 
@@ -68,6 +68,7 @@ class Execution:
         self.inner_pidfd: int | None = None
         self.inner_gone = False
         self.info = bytearray()
+        self.disk_limit: str | None = None  # why a size cap killed it (``_disk``)
         self.result: ExecutionResult | None = None
         self.done = threading.Event()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[ExecutionResult]]] = []
@@ -121,7 +122,7 @@ class Execution:
                 state = "revoked"
             elif self.result.timed_out:
                 state = "timed_out"
-            elif self.result.terminated:
+            elif self.result.terminated or self.result.disk_limit:
                 state = "terminated"
             else:
                 state = "exited"

@@ -24,6 +24,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentloom.sandbox._disk import TICK_S, Capped, DiskWatch
 from agentloom.sandbox._execution import Execution, Launched, close_fd, readable
 from agentloom.sandbox._launcher import Confinement, ReaperProcess, spawn
 from agentloom.sandbox._limits import apply_rlimits
@@ -72,6 +73,8 @@ class Launch:
     rlimits: tuple[tuple[int, int], ...] = ()
     #: Run once the execution has ended (e.g. remove its private temporary folder).
     cleanup: Callable[[], object] | None = None
+    #: Folders with a size cap, watched while the command runs (``_disk``).
+    capped: tuple[Capped, ...] = ()
 
 
 def start(execution: Execution, launch: Launch) -> Future[None]:
@@ -98,7 +101,8 @@ def _supervise(ex: Execution, launch: Launch, spawned: Future[None]) -> None:
     spawned.set_result(None)
     started = time.monotonic()
     try:
-        _wait_for_leader(ex, proc, info_r, started + ex.timeout_s)
+        _wait_for_leader(ex, proc, info_r, started + ex.timeout_s,
+                         DiskWatch(launch.capped) if launch.capped else None)
     except Exception:  # never leave a command running unsupervised
         log.exception("sandbox %s: supervisor failed; killing the command", ex.execution_id)
         ex.kill("terminated")
@@ -194,7 +198,8 @@ def _spawn(
     return proc, captures, info_r
 
 
-def _wait_for_leader(ex: Execution, proc: Launched, info_r: int | None, deadline: float) -> None:
+def _wait_for_leader(ex: Execution, proc: Launched, info_r: int | None, deadline: float,
+                     watch: DiskWatch | None = None) -> None:
     # A reaper is the zygote's child, not ours: its pidfd came from the zygote.
     pidfd = os.dup(proc.pidfd) if isinstance(proc, ReaperProcess) else os.pidfd_open(proc.pid)
     try:
@@ -207,6 +212,9 @@ def _wait_for_leader(ex: Execution, proc: Launched, info_r: int | None, deadline
             now = time.monotonic()
             if now >= deadline and ex.kill_reason is None:
                 ex.kill("timeout")
+            if watch is not None and ex.kill_reason is None and (full := watch.over()) is not None:
+                ex.disk_limit = f"{full.label} grew past its cap of {full.limit} bytes"
+                ex.kill("disk_limit")
             with ex.lock:
                 overdue = ex.ready or now >= ex.kill_requested + READY_GRACE_S
                 if ex.kill_reason is not None and not ex.kill_sent and overdue:
@@ -222,7 +230,7 @@ def _wait_for_leader(ex: Execution, proc: Launched, info_r: int | None, deadline
                 elif ex.kill_reason is not None:
                     wait_until = ex.kill_requested + READY_GRACE_S
                 else:
-                    wait_until = deadline
+                    wait_until = deadline if watch is None else min(deadline, now + TICK_S)
             timeout_ms = None if wait_until is None else max(1, int((wait_until - now) * 1000) + 1)
             for fd, _ in poller.poll(timeout_ms):
                 if fd == ex.wake_r:
@@ -316,6 +324,7 @@ def _result(ex: Execution, proc: Launched, captures: list[StreamCapture], durati
         timed_out=reason == "timeout",
         killed_by_revoke=reason == "revoked",
         terminated=reason == "terminated",
+        disk_limit=ex.disk_limit if reason == "disk_limit" else None,
         stdout=captures[0].result(),
         stderr=captures[1].result(),
         duration_s=duration,

@@ -189,7 +189,8 @@ class BubblewrapGateway(ProcessGateway):
             # launcher's /proc/<pid>/environ, which the sandbox's PID 1 would expose.
             return self._make_launch(
                 lambda _info_fd: self._argv(binds, BWRAP_SECCOMP_FD, command, env, None, staged=True),
-                env={}, cwd="/", info_fd=False, confinement=self._staged(binds), cleanup=cleanup)
+                env={}, cwd="/", info_fd=False, confinement=self._staged(binds), cleanup=cleanup,
+                scope=scope)
         identity = (None if self._identity is None
                     else reach.host_identity(work_dir, self._identity, managed=scope.managed))
         binds = _binds(work_dir, scope.readonly_mounts, None)
@@ -202,7 +203,7 @@ class BubblewrapGateway(ProcessGateway):
         return self._make_launch(
             lambda info_fd: self._argv(binds, seccomp_fd, command, env, info_fd),
             env={}, cwd="/", info_fd=True, pass_fds=(seccomp_fd,), identity=identity,
-            rlimits=command_rlimits(self._policy, identity), cleanup=sweep_direct)
+            rlimits=command_rlimits(self._policy, identity), cleanup=sweep_direct, scope=scope)
 
     def _staged(self, binds: list[Bind]) -> Confinement:
         """How root starts bwrap: through a reaper of the zygote, whose command process binds

@@ -158,8 +158,11 @@ class LandlockGateway(ProcessGateway):
             sweep(scope.work_dir.absolute(), owner, managed=scope.managed, since=started)
             cleanup()
 
+        tmp = env.get("TMPDIR", "")  # the host view's private folder (a namespace view: a tmpfs)
+        private = confinement.view is None and Path(tmp).parent == self._spool_dir
         return self._make_launch(lambda _fd: argv_list, env=env, cwd=cwd, info_fd=False,
-                                 confinement=confinement, cleanup=done)
+                                 confinement=confinement, cleanup=done, scope=scope,
+                                 tmp=Path(tmp) if private else None)
 
     def _plan(self, scope: SandboxScope, view: SandboxView, argv: tuple[str, ...],
               env: dict[str, str], cwd: str

@@ -70,7 +70,10 @@ class EnvironmentPolicy:
 
     Defaults: no network (``egress=False``), no shell, 10 s per command, an 8 KiB
     preview (head + tail) per stream, a spool of at most 2 GiB per stream, a 64 MiB
-    ``/tmp``. Each is overridden only by constructing another policy.
+    ``/tmp`` (without a mount namespace: a private ``TMPDIR`` watched to that size), a
+    work folder of at most 4 GiB (``max_work_bytes``: a work folder AgentLoom made, watched
+    while a command runs, ``_disk``; a folder of the user's is not capped). Each is
+    overridden only by constructing another policy.
 
     Resource limits (rlimits, set on the command before it starts, every backend but
     ``none``): ``max_processes`` processes of the sandbox user (``RLIMIT_NPROC``; enforced
@@ -90,6 +93,7 @@ class EnvironmentPolicy:
     max_processes: int = 512
     max_file_bytes: int = 1 << 30
     max_cpu_s: int = 3600
+    max_work_bytes: int = 4 << 30
 
     def __post_init__(self) -> None:
         try:
@@ -110,6 +114,8 @@ class EnvironmentPolicy:
             raise ConfigError("EnvironmentPolicy.max_processes must be at least 1")
         if self.max_file_bytes < 1:
             raise ConfigError("EnvironmentPolicy.max_file_bytes must be at least 1")
+        if self.max_work_bytes < 4096:
+            raise ConfigError("EnvironmentPolicy.max_work_bytes must be at least 4096")
         if self.max_cpu_s < 1:
             raise ConfigError("EnvironmentPolicy.max_cpu_s must be at least 1 second")
 
@@ -292,6 +298,9 @@ class ExecutionResult:
     sandbox_mode: SandboxMode
     terminated: bool = False
     env_stripped: tuple[str, ...] = ()
+    #: Set when a size cap killed the command (``max_work_bytes`` on its work folder, or
+    #: ``tmp_size_bytes`` on its private ``TMPDIR``): which folder and the cap, for people.
+    disk_limit: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -44,4 +44,4 @@ class UnsandboxedGateway(ProcessGateway):
             assert command.shell_script is not None
             argv = ["/bin/sh", "-c", command.shell_script]
         return self._make_launch(lambda _fd: argv, env=env, cwd=str(cwd), info_fd=False,
-                                 confinement=_NO_CONFINEMENT)
+                                 confinement=_NO_CONFINEMENT, scope=handle.scope)

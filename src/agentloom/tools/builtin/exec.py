@@ -128,6 +128,15 @@ class ExecHandler:
                                              size=size, media_type="text/plain"))
                 # the ref ``ContextManager.result_ops`` registers for the artifact ``name``
                 refs[name] = result_ref(context.operation_id, name)
+        if result.disk_limit is not None:
+            return ToolResult(
+                status="unknown", content=(JsonBlock(_summary(result, {})),),
+                artifacts=tuple(artifacts),
+                error=OperationError(
+                    code="EXEC_DISK_LIMIT", category="permission",
+                    message=f"the command was killed: {result.disk_limit}; it may have changed "
+                    "files before that — delete what is not needed", external_outcome="unknown"),
+            )
         if result.timed_out or result.killed_by_revoke or result.terminated:
             why = ("timed out" if result.timed_out else "was stopped")
             # Only a delivered (succeeded) result's artifacts get a result_ref: name none.
