@@ -5,7 +5,8 @@ Code's ``.mcp.json`` form); a default is configuration text, not a secret.
 
 The values read live only in memory for that connection: they are never stored, logged or
 shown. The configuration (and the snapshot a run records of it) keeps the ``${VAR}`` text;
-errors name the variable, never its value. ``scrub`` removes the values read from any text
+errors name the variable, never its value. ``masked`` is what a record keeps of values that
+must not be stored as written (an HTTP hook's headers): a literal is ``[redacted]``. ``scrub`` removes the values read from any text
 that leaves the connection (a server's error message may echo a header).
 
 Owns: finding and replacing references, scrubbing. Does not own: which error a missing
@@ -18,7 +19,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-__all__ = ["REDACTED", "resolve_references", "scrub"]
+__all__ = ["REDACTED", "masked", "resolve_references", "scrub"]
 
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 REDACTED = "[redacted]"
@@ -51,6 +52,12 @@ def resolve_references(values: Mapping[str, str], *, where: str, secrets: list[s
             return source[name]
         out[key] = _REFERENCE.sub(lookup, value)
     return out
+
+
+def masked(values: Mapping[str, str]) -> dict[str, str]:
+    """``values`` as a record may keep them: a value that holds a ``${VAR}`` reference is kept
+    as written (the secret lives in the variable), any other value is ``[redacted]``."""
+    return {key: value if _REFERENCE.search(value) else REDACTED for key, value in values.items()}
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:

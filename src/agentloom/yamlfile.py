@@ -1,8 +1,10 @@
 """Reading YAML: the one loader every configuration, preset and script file goes through.
 
 Owns: how YAML text becomes plain data — PyYAML's safe constructors only, a key written twice
-in one mapping refused (PyYAML would silently keep the last), and on request aliases refused.
-Does not own: the error a caller raises; a refusal is a ``yaml.MarkedYAMLError`` whose marks
+in one mapping refused (PyYAML would silently keep the last), values nested deeper than
+``MAX_DEPTH`` refused (PyYAML builds nested values by recursion, so a deep enough file would
+exhaust Python's stack: a ``RecursionError`` that no caller reports as a file error), and on
+request aliases refused. Does not own: the error a caller raises; a refusal is a ``yaml.MarkedYAMLError`` whose marks
 give the line and column, for the caller to name its file.
 """
 
@@ -13,11 +15,33 @@ from typing import Any
 
 import yaml
 
-__all__ = ["load_yaml"]
+__all__ = ["MAX_DEPTH", "load_yaml"]
+
+#: Levels of nested collections a file may hold (the document's root is the first). No
+#: configuration needs more; PyYAML spends some five stack frames per level, so this keeps a
+#: file well inside Python's recursion limit wherever it is read.
+MAX_DEPTH = 64
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """``SafeLoader`` that refuses a key written twice in one mapping."""
+    """``SafeLoader`` that refuses a key written twice in one mapping, and values nested
+    deeper than ``MAX_DEPTH``."""
+
+    _depth = 0  # collections being composed around the current node
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.events.SequenceStartEvent, yaml.events.MappingStartEvent):
+            if self._depth >= MAX_DEPTH:
+                event: Any = self.peek_event()  # type: ignore[no-untyped-call]
+                raise yaml.composer.ComposerError(
+                    None, None, f"values are nested more than {MAX_DEPTH} levels deep; no "
+                    "file needs that many: flatten them", event.start_mark)
+            self._depth += 1
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+        return super().compose_node(parent, index)
 
 
 def _mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:

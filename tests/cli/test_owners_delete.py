@@ -10,6 +10,8 @@ from pathlib import Path
 
 from tests.agent.owners_support import dump, files, owner_rows
 
+from agentloom.folders import default_workspace_root
+
 from .support import SUBPROCESS_TIMEOUT_S, Cli, spawn, write_project
 from .test_process import SLEEP_TURNS, _wait_for_exec_started
 
@@ -42,7 +44,7 @@ def test_s7_4_owners_delete_without_yes_changes_nothing_then_with_yes_deletes_on
         ran = cli("run", str(config), "work", "--agent", name, "--session", f"{name}-s",
                   "--store", store_url)
         assert ran.exit_code == 0, ran.stderr
-    root = tmp_path / "proj" / ".agentloom" / "workspaces"
+    root = default_workspace_root(tmp_path / "proj")
     before, files_before = dump(store_url), files(root)
     assert any(p.endswith("alpha.txt") for p in files_before)
 
@@ -104,6 +106,5 @@ def test_s7_4_owners_delete_stops_a_run_another_process_drives_and_deletes_it(
     assert [r[:4] for r in after.pop("deleted_owners")] == [("agent", "main", "default",
                                                              "deleted")]
     assert all(not rows for rows in after.values()), after  # nothing of it is left
-    assert Path(done["workspace_root"]) == (tmp_path / "p" / ".agentloom" /
-                                            "workspaces").absolute()
-    assert not list((tmp_path / "p" / ".agentloom" / "workspaces" / "agents").iterdir())
+    assert Path(done["workspace_root"]) == default_workspace_root(tmp_path / "p")
+    assert not list((default_workspace_root(tmp_path / "p") / "agents").iterdir())

@@ -71,7 +71,7 @@ def test_s7_2_an_unknown_sandbox_key_lists_the_keys_without_the_removed_one(tmp_
 
     assert message.endswith("sandbox.egres: unknown key 'egres'; did you mean 'egress'? allowed keys "
                             "at sandbox: allow_shell, backend, egress, env, max_cpu_s, "
-                            "max_file_bytes, max_processes, timeout_s")
+                            "max_file_bytes, max_processes, max_work_bytes, timeout_s")
 
 
 def test_f03_the_sandbox_keys_reach_the_environment_policy(tmp_path: Path) -> None:

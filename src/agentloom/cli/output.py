@@ -1,7 +1,11 @@
 """The CLI's output channels: consoles, JSON on stdout, errors on stderr with exit codes.
 
 With ``--json`` stdout holds exactly one JSON value (``print_json``); everything else — logs,
-warnings, error messages — goes to stderr. Everything written for people goes through
+warnings, error messages — goes to stderr. ``ReportingGroup`` keeps stdout for that value
+while a ``--json`` command runs (``stdout_for_json``): the JSON goes to a private copy of the
+stdout descriptor, and descriptor 1 and ``sys.stdout`` point at stderr, so what user code
+writes — a Python hook's or tool's ``print`` on any thread, a write to descriptor 1, a child
+process that inherits it — lands on stderr, never inside the document. Everything written for people goes through
 ``terminal.printable`` (control characters escaped) and error and log text through
 ``redact_secrets`` (no store password, no token).
 
@@ -13,12 +17,14 @@ code.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import re
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 import typer
@@ -32,7 +38,7 @@ from agentloom.cli.terminal import plain, printable
 from agentloom.errors import redact_secrets
 
 __all__ = ["ReportingGroup", "hide_flag_types", "print_json", "report", "say", "setup_logging",
-           "stderr_console", "stdout_console", "warn_unconfirmed"]
+           "stderr_console", "stdout_console", "stdout_for_json", "warn_unconfirmed"]
 
 PIPE_WIDTH = 200  # rich's 80 columns off a terminal would squeeze tables in logs and pipes
 # JSON keeps these as they are (ensure_ascii=False); written as \\u escapes they still decode
@@ -57,10 +63,47 @@ def say(console: Console, *parts: object) -> None:
     console.print(plain("".join(str(p) for p in parts)), highlight=False, soft_wrap=True)
 
 
+_document: TextIO | None = None  # where print_json writes while stdout_for_json holds stdout
+
+
 def print_json(value: Any) -> None:
     text = json.dumps(value, ensure_ascii=False, indent=2, default=str)
-    sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
-    sys.stdout.flush()
+    out = _document if _document is not None else sys.stdout
+    out.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
+    out.flush()
+
+
+@contextlib.contextmanager
+def stdout_for_json() -> Iterator[None]:
+    """Keep stdout for ``print_json`` while the block runs: every other write to it goes to
+    stderr — ``sys.stdout`` is ``sys.stderr``, and where stdout is a real descriptor, that
+    descriptor is stderr too (user code and its children write there), the document going to
+    a private duplicate of the original. Restored when the block ends."""
+    global _document
+    out, err = sys.stdout, sys.stderr
+    saved: int | None = None
+    try:
+        stdout_fd, stderr_fd = out.fileno(), err.fileno()
+    except (AttributeError, OSError, ValueError):  # not a descriptor (a test runner's buffer)
+        document: TextIO = out
+    else:
+        out.flush()
+        saved = os.dup(stdout_fd)
+        os.dup2(stderr_fd, stdout_fd)
+        document = open(saved, "w", encoding=out.encoding or "utf-8",  # noqa: SIM115
+                        errors=out.errors or "strict", closefd=False)
+    _document, sys.stdout = document, err
+    try:
+        yield
+    finally:
+        _document, sys.stdout = None, out
+        document.flush()
+        if saved is not None:
+            err.flush()
+            out.flush()  # what user code left in its buffer belongs to stderr
+            os.dup2(saved, stdout_fd)
+            document.close()
+            os.close(saved)
 
 
 def report(exc: Exception, *, as_json: bool, debug: bool) -> int:
@@ -115,16 +158,19 @@ class ReportingGroup(TyperGroup):
              windows_expand_args: bool = True, **extra: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
         hide_flag_types(self)
-        if not standalone_mode:
-            return super().main(argv, prog_name, complete_var, False, windows_expand_args, **extra)
-        try:
-            code = super().main(argv, prog_name, complete_var, False, windows_expand_args, **extra)
-        except Exception as exc:
-            if type(exc).__name__ == "NoArgsIsHelpError":  # the help is printed already
-                code = getattr(exc, "exit_code", 2)
-            else:
-                code = report(exc, as_json=_given(argv, "--json"),
-                              debug=_given_globally(argv, "--debug"))
+        as_json = _given(argv, "--json")
+        with stdout_for_json() if as_json else contextlib.nullcontext():
+            if not standalone_mode:
+                return super().main(argv, prog_name, complete_var, False, windows_expand_args,
+                                    **extra)
+            try:
+                code = super().main(argv, prog_name, complete_var, False, windows_expand_args,
+                                    **extra)
+            except Exception as exc:
+                if type(exc).__name__ == "NoArgsIsHelpError":  # the help is printed already
+                    code = getattr(exc, "exit_code", 2)
+                else:
+                    code = report(exc, as_json=as_json, debug=_given_globally(argv, "--debug"))
         sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 

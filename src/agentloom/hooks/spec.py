@@ -10,6 +10,7 @@ from typing import Literal, get_args
 
 from agentloom.canonical import canonical_ascii_json
 from agentloom.hooks.decision import ExecutionStatus, could_not_decide
+from agentloom.secret_refs import masked
 
 Timing = Literal["before", "after"]
 OnFailure = Literal["allow", "deny"]
@@ -110,7 +111,7 @@ class HandlerRef:
                 out["format"] = self.format
         elif self.kind == "http":
             out.update(url=self.url, allow_private=self.allow_private,
-                       headers={k: v if "${" in v else "[redacted]" for k, v in self.headers})
+                       headers=masked(dict(self.headers)))
         elif self.kind == "mcp":
             out.update(server=self.server, tool=self.tool)
         return out

@@ -52,6 +52,7 @@ from agentloom.models.types import (
     Usage,
     named_schema,
 )
+from agentloom.models.usage import reported_usage
 from agentloom.yamlfile import load_yaml
 
 __all__ = [
@@ -457,8 +458,8 @@ class Preset:
         """The provider's usage object mapped onto ``Usage`` (missing fields stay ``None``)."""
         if not isinstance(raw, Mapping):
             return Usage()
-        found = {name: _first_int(raw, getattr(self.usage, name)) for name in UsageMapping.model_fields}
-        return Usage(**found)
+        return reported_usage({name: _first_int(raw, getattr(self.usage, name))
+                               for name in UsageMapping.model_fields})
 
     def finish_reason(self, raw: str | None) -> str | None:
         """A provider finish reason in the common vocabulary (unknown values pass through)."""
@@ -545,14 +546,16 @@ def _think(body: dict[str, Any], mapping: ThinkMapping, think: ThinkParams) -> N
         _merge(body, value)
 
 
-def _first_int(raw: Mapping[str, Any], paths: tuple[str, ...]) -> int | None:
+def _first_int(raw: Mapping[str, Any], paths: tuple[str, ...]) -> tuple[str, int | None]:
+    """The first of ``paths`` holding an integer, and that integer (``reported_usage`` judges
+    whether it is a count); ``(first path, None)`` when none does."""
     for path in paths:
         node: Any = raw
         for part in path.split("."):
             node = node.get(part) if isinstance(node, Mapping) else None
         if isinstance(node, int) and not isinstance(node, bool):
-            return node
-    return None
+            return path, node
+    return (paths[0] if paths else ""), None
 
 
 # -- loading ---------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from agentloom.models.types import (
     UsageEvent,
     named_schema,
 )
+from agentloom.models.usage import reported_usage
 
 ReasoningEcho = Literal["none", "reasoning_content", "reasoning_details", "think_tags"]
 
@@ -218,16 +219,19 @@ def chat_usage(usage: Any) -> Usage:
     """``Usage`` from a Chat ``usage`` object (SDK model)."""
     prompt_details = getattr(usage, "prompt_tokens_details", None)
     completion_details = getattr(usage, "completion_tokens_details", None)
-    cached = getattr(prompt_details, "cached_tokens", None)
-    if cached is None:
-        cached = (usage.model_extra or {}).get("prompt_cache_hit_tokens")
-    return Usage(
-        input_tokens=getattr(usage, "prompt_tokens", None),
-        output_tokens=getattr(usage, "completion_tokens", None),
-        reasoning_tokens=getattr(completion_details, "reasoning_tokens", None),
-        cached_tokens=cached if isinstance(cached, int) else None,
-        total_tokens=getattr(usage, "total_tokens", None),
-    )
+    cached: tuple[str, object] = ("prompt_tokens_details.cached_tokens",
+                                  getattr(prompt_details, "cached_tokens", None))
+    if cached[1] is None:
+        cached = ("prompt_cache_hit_tokens",
+                  (usage.model_extra or {}).get("prompt_cache_hit_tokens"))
+    return reported_usage({
+        "input_tokens": ("prompt_tokens", getattr(usage, "prompt_tokens", None)),
+        "output_tokens": ("completion_tokens", getattr(usage, "completion_tokens", None)),
+        "reasoning_tokens": ("completion_tokens_details.reasoning_tokens",
+                             getattr(completion_details, "reasoning_tokens", None)),
+        "cached_tokens": cached,
+        "total_tokens": ("total_tokens", getattr(usage, "total_tokens", None)),
+    })
 
 
 class OpenAIChatAdapter(OpenAIAdapterBase):

@@ -34,6 +34,7 @@ from agentloom.models.types import (
     UsageEvent,
     named_schema,
 )
+from agentloom.models.usage import reported_usage
 
 _INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
 _RATE_LIMIT_CODES = frozenset({"rate_limit_exceeded"})
@@ -101,13 +102,15 @@ def build_responses_body(request: ModelRequest, connection: Connection) -> dict[
 def responses_usage(usage: Any) -> Usage:
     input_details = getattr(usage, "input_tokens_details", None)
     output_details = getattr(usage, "output_tokens_details", None)
-    return Usage(
-        input_tokens=getattr(usage, "input_tokens", None),
-        output_tokens=getattr(usage, "output_tokens", None),
-        reasoning_tokens=getattr(output_details, "reasoning_tokens", None),
-        cached_tokens=getattr(input_details, "cached_tokens", None),
-        total_tokens=getattr(usage, "total_tokens", None),
-    )
+    return reported_usage({
+        "input_tokens": ("input_tokens", getattr(usage, "input_tokens", None)),
+        "output_tokens": ("output_tokens", getattr(usage, "output_tokens", None)),
+        "reasoning_tokens": ("output_tokens_details.reasoning_tokens",
+                             getattr(output_details, "reasoning_tokens", None)),
+        "cached_tokens": ("input_tokens_details.cached_tokens",
+                          getattr(input_details, "cached_tokens", None)),
+        "total_tokens": ("total_tokens", getattr(usage, "total_tokens", None)),
+    })
 
 
 # -- the adapter -----------------------------------------------------------------------------
