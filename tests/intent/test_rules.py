@@ -26,9 +26,14 @@ async def test_i21_negated_requests_do_not_match(text: str) -> None:
     assert (await _rec().recognize(text)).decision == "no_match"
 
 
-async def test_i21_negation_in_an_earlier_clause_does_not_negate_the_request() -> None:
+async def test_i34_4_a_negation_anywhere_in_the_message_starts_nothing() -> None:
+    """Issue #34 (4) replaced issue 21's clause rule ("I don't need lunch, cancel order AB-1"
+    matched): a negation anywhere in a message makes it no plain request — "never, ever move
+    …" put a comma between the negation and the verb — so nothing starts; the user restates."""
     result = await _rec().recognize("I don't need lunch, cancel order AB-1")
-    assert (result.decision, result.slots) == ("matched", {"order": "AB-1"})
+    assert result.decision == "no_match" and result.reason and "negated" in result.reason
+    plain = await _rec().recognize("cancel order AB-1")
+    assert (plain.decision, plain.slots) == ("matched", {"order": "AB-1"})
 
 
 @pytest.mark.parametrize("text", [

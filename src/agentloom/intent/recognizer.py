@@ -35,7 +35,7 @@ from .followup import CANCEL_PHRASES, is_cancel, read_follow_up
 from .ports import Proposer
 from .recognition import Decision, Recognition, Source, Thresholds
 from .registry import IntentRegistry
-from .rules import Hit, RuleIndex
+from .rules import Hit, RuleIndex, not_asked
 from .slots import SlotProblem, validate_slots
 from .spec import IntentSpec
 
@@ -92,6 +92,10 @@ class Recognizer:
         # "not a request": the model is not asked to second-guess it
         if result.decision == "no_match" and result.source is None and self._proposer is not None:
             result = await self._generative(text, result.reason)
+        # a reading of a negated, reported, conditional or questioning message — by the model or
+        # as a follow-up — is never enough to start an action: ask (issue #34, 4)
+        if result.decision == "matched" and (why := not_asked(text)) is not None:
+            result = _with(result, decision="clarify", reason=f"{why}: say plainly what to do")
         if store is not None and conversation is not None and result.intent is not None \
                 and result.decision in ("matched", "clarify"):
             saved = await store.save(conversation, PendingIntent(

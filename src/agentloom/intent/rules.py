@@ -18,16 +18,26 @@ from dataclasses import dataclass
 from ._prefilter import fold, keyword_need, requirement, words
 from .spec import IntentSpec
 
-__all__ = ["NEGATIONS", "Hit", "RuleIndex", "quoted_spans"]
+__all__ = ["NEGATIONS", "Hit", "RuleIndex", "not_asked", "quoted_spans"]
 
 NEGATIONS = frozenset({"not", "don't", "dont", "never", "doesn't", "won't", "shouldn't",
                        "didn't", "can't", "cannot", "mustn't", "without"})
-_NEGATION_WINDOW = 3
+#: Words that make a message something other than a plain request wherever they stand
+#: (issue #34, 4): reported speech, a condition, a supposition, a retraction.
+NOT_ASKED = frozenset({"said", "says", "saying", "say", "wrote", "writes", "told", "tells", "tell",
+                       "asked", "asks", "claimed", "claims", "mentioned", "suggested", "suggests",
+                       "heard", "according", "demanded", "demands", "texted", "texts", "keeps",
+                       "if", "whether", "unless", "suppose", "supposing", "assuming", "imagine",
+                       "hypothetically", "once", "case", "would", "might", "maybe", "perhaps",
+                       "wonder", "kidding", "joking", "scratch", "actually", "nevermind",
+                       "nobody", "neither", "nor", "avoid", "refuse"})
+_NO_NEED = re.compile(r"\bno (?:need|reason|point|way)\b")
+#: Words that make the rest of their sentence a question or advice, before the request.
+_ASKING = frozenset({"what", "why", "how", "when", "did", "does", "do", "was", "were", "should"})
+_SENTENCE = re.compile(r"[.;!?\n]")
 _QUOTES = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’|«[^»]*»|(?:(?<=\s)|^)'[^']+'(?=[\s.,;:!?)]|$)")
-_CLAUSE = re.compile(r"[,.;:!?]|\b(?:but|and|then|also)\b")
 _WORD = re.compile(r"[\w']+")
 _QUOTE_CHAR = re.compile("[\"“‘«']")
-_NEGATION = re.compile(r"(?<![\w'])(?:" + "|".join(sorted(map(re.escape, NEGATIONS))) + r")(?![\w'])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +108,7 @@ class _Message:
         return any(start <= at < end for start, end in self.quotes)
 
     def negated(self, at: int) -> bool:
-        before = self.lower[:at]
-        if not _NEGATION.search(before):  # the common case, one search
-            return False
-        clause = before[max((m.end() for m in _CLAUSE.finditer(before)), default=0):]
-        return any(w in NEGATIONS for w in _WORD.findall(clause)[-_NEGATION_WINDOW:])
+        return not_asked(self.lower, at) is not None
 
 
 class RuleIndex:
@@ -196,6 +202,32 @@ def _pattern_span(pattern: re.Pattern[str], message: _Message) -> re.Match[str] 
             quoted = "quoted, not asked for"
         match = pattern.search(message.text, match.start() + 1)
     return quoted
+
+
+def not_asked(text: str, at: int | None = None) -> str | None:
+    """Why the request at ``at`` in ``text`` (anywhere, when ``None``) is not a plain one,
+    else ``None``: a negation, reported speech, a condition or a retraction anywhere in the
+    message — "please do NOT under any circumstances move …", "never, ever move …", "I never
+    said: move …", "move … if the client agrees", "cancel order AB-123. Actually, don't." — or
+    a question: a question word before the request in its sentence, or the sentence ends with
+    "?". Conservative on purpose: a write started from such a reading needs a plain request, so
+    the caller does nothing or asks instead."""
+    lower = text.lower()
+    words = _WORD.findall(lower)
+    if any(w in NEGATIONS or w.endswith("n't") for w in words):
+        return "negated"
+    if any(w in NOT_ASKED for w in words) or _NO_NEED.search(lower):
+        return "not asked for (reported, conditional or taken back)"
+    if at is None and quoted_spans(text):
+        return "quoted, not asked for"
+    end = len(lower) if at is None else at
+    start = max((m.end() for m in _SENTENCE.finditer(lower, 0, end)), default=0)
+    if at is not None and any(w in _ASKING for w in _WORD.findall(lower[start:end])):
+        return "a question, not a request"
+    stop = _SENTENCE.search(lower, end)
+    if (stop is not None and stop.group() == "?") or (at is None and "?" in lower):
+        return "a question, not a request"
+    return None
 
 
 def _has_any(message: _Message, words: tuple[str, ...]) -> bool:
