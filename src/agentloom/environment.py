@@ -1,6 +1,7 @@
 """The execution environment of runs: workspaces, the file tools, the sandbox, cleanup.
 
-Assembled by the ``Kernel`` from the shared root (default ``folders.default_workspace_root``: outside the project), an
+Assembled by the ``Kernel`` from the shared root (default
+``folders.default_workspace_root``: outside the project), an
 environment policy and a sandbox backend. The sandbox gateway is created on the first
 ``exec`` call (``make_gateway``), not when the tool is published: where no backend is
 usable, agents still start and run, and only ``exec`` fails (``SANDBOX_UNAVAILABLE``, a

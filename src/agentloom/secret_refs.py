@@ -6,7 +6,8 @@ Code's ``.mcp.json`` form); a default is configuration text, not a secret.
 The values read live only in memory for that connection: they are never stored, logged or
 shown. The configuration (and the snapshot a run records of it) keeps the ``${VAR}`` text;
 errors name the variable, never its value. ``masked`` is what a record keeps of values that
-must not be stored as written (an HTTP hook's headers): a literal is ``[redacted]``. ``scrub`` removes the values read from any text
+must not be stored as written (an HTTP hook's headers): a literal is ``[redacted]``.
+``scrub`` removes the values read from any text
 that leaves the connection (a server's error message may echo a header).
 
 Owns: finding and replacing references, scrubbing. Does not own: which error a missing

@@ -4,7 +4,8 @@ Owns: how YAML text becomes plain data — PyYAML's safe constructors only, a ke
 in one mapping refused (PyYAML would silently keep the last), values nested deeper than
 ``MAX_DEPTH`` refused (PyYAML builds nested values by recursion, so a deep enough file would
 exhaust Python's stack: a ``RecursionError`` that no caller reports as a file error), and on
-request aliases refused. Does not own: the error a caller raises; a refusal is a ``yaml.MarkedYAMLError`` whose marks
+request aliases refused. Does not own: the error a caller raises; a refusal is a
+``yaml.MarkedYAMLError`` whose marks
 give the line and column, for the caller to name its file.
 """
 

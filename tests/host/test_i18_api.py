@@ -6,6 +6,7 @@ CLI's codes. Every response is checked against the server's /openapi.json."""
 
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -79,9 +80,10 @@ def test_i18_1_a_run_created_over_http_shows_its_operations_events_and_files(
         assert [f["path"] for f in files] == ["hello.txt"] and files[0]["size"] == 8
         body = api.get(RUN + "/workspace/{path}", run_id=run_id, path="hello.txt")
         assert body.status_code == 200 and body.content == b"hi there"
-        (config.parent / "secret.txt").write_text("TOP-SECRET", encoding="utf-8")
-        up = "%2E%2E/" * 7  # work → run → invocations → root → agents → workspaces → .agentloom
+        up = "%2E%2E/" * 7  # work → run → invocations → agent → agents → root → workspaces
         folder = Path(events[-1]["data"]["workspace"])
+        above = Path(os.path.normpath(folder.joinpath(*[".."] * 7)))
+        (above / "secret.txt").write_text("TOP-SECRET", encoding="utf-8")
         assert (folder.joinpath(*[".."] * 7, "secret.txt")).read_text() == "TOP-SECRET"
         for hostile in (up + "secret.txt", "%2Fetc%2Fpasswd", up.replace("/", "%2F") + "secret.txt",
                         "..%2F..%2F..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd", "missing.txt",

@@ -472,7 +472,8 @@ class Runtime:
                         run_id, view.session_id, exc)
 
     async def resume(self, run_id: str, *, force: bool = False) -> RunHandle:
-        """Continue a run from its last committed stage (a finished run returns its result).
+        """Continue a run from its last committed stage (a finished run returns its result)
+        in this process (``requeue``: hand it to the workers instead).
 
         It takes the run's lease — a new epoch fences out any earlier holder — only when
         nothing drives the run any more (``agent.leases``: its lease expired, or its holder was
@@ -481,6 +482,18 @@ class Runtime:
         ``force``: then it is taken over, and a call the old holder has in flight may run
         twice (``in_flight`` lists them).
         """
+        handle = await self._resume(run_id, force=force, queue=False)
+        assert handle is not None
+        return handle
+
+    async def requeue(self, run_id: str, *, force: bool = False) -> None:
+        """Resume a run through the queue (issue #34, 3): the same checks as ``resume``, then
+        the run is ``pending`` for the workers — their concurrency and the per-agent caps
+        hold — and never driven by this process. A run this process already drives, a
+        finished one and a queued one are left as they are."""
+        await self._resume(run_id, force=force, queue=True)
+
+    async def _resume(self, run_id: str, *, force: bool, queue: bool) -> RunHandle | None:
         run = get_run(self.store, run_id)
         if run is None:
             raise RunError(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
@@ -505,7 +518,7 @@ class Runtime:
         if run.status == "waiting":
             raise RunError(waiting_refusal(run), code="RUN_WAITING")
         if run.status == "pending":  # queued: take it now, as a worker would
-            return await self.take(self._claim(run, only_if_expired=not force))
+            return None if queue else await self.take(self._claim(run, only_if_expired=not force))
         if run.status == "suspended" and not force and \
                 takeover_verdict(self.store, run, self.workers.takeover_grace_s)[0] != "take":
             raise RunError(suspended_refusal(run), code="RUN_SUSPENDED")
@@ -524,6 +537,9 @@ class Runtime:
         if run.session_id:
             view = open_session(self.store, run.session_id, owner, seen=run.session_seen)
         lease = self._claim(run, only_if_expired=not (force or gone))
+        if queue:  # the new epoch fences out any old holder; the workers take it from here
+            await self.kernel.park_run(lease, "pending", data=dict(run.data))
+            return None
         if "deadline" not in run.data:  # claimed from the queue, its holder died before it began
             return await self.take(lease)
         if run.status == "suspended":  # this process goes on with it

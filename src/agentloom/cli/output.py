@@ -5,7 +5,8 @@ warnings, error messages — goes to stderr. ``ReportingGroup`` keeps stdout for
 while a ``--json`` command runs (``stdout_for_json``): the JSON goes to a private copy of the
 stdout descriptor, and descriptor 1 and ``sys.stdout`` point at stderr, so what user code
 writes — a Python hook's or tool's ``print`` on any thread, a write to descriptor 1, a child
-process that inherits it — lands on stderr, never inside the document. Everything written for people goes through
+process that inherits it — lands on stderr, never inside the document. Everything written
+for people goes through
 ``terminal.printable`` (control characters escaped) and error and log text through
 ``redact_secrets`` (no store password, no token).
 

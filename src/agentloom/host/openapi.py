@@ -283,7 +283,7 @@ def _paths(agents: list[str] | None, workflows: list[str] | None) -> dict[str, A
             params=(_RUN_ID,), body=_body("Supplement"), extra=conflict,
             op_id="supplementRun")},
         "/v1/runs/{run_id}/resume": {"post": _op(
-            "Go on with the run in this process", _json("Control", "it goes on"),
+            "Hand the run back to the queue (a worker goes on with it)", _json("Control", "it is queued"),
             status="202", params=(_RUN_ID,), extra=conflict, op_id="resumeRun")},
         "/v1/runs/{run_id}/operations/{operation_id}/approve": {"post": _op(
             "Approve a call a hook asked a person about", _json("Answered", "answered"),

@@ -206,10 +206,15 @@ async def supplement_run(request: Request, runtime: Runtime,
 
 
 async def resume_run(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
-    """``POST /v1/runs/{run_id}/resume``: this process goes on with the run now."""
+    """``POST /v1/runs/{run_id}/resume``: the run goes back to the queue (issue #34, 3), as
+    ``POST /v1/runs`` puts a new one there: a worker takes it within its concurrency and the
+    per-agent caps — this process's own worker, woken now, or ``agentloom worker``."""
     run = owned_run(runtime.store, request.path_params["run_id"], principal)
     await json_body(request, optional=True)
-    await runtime.resume(run.run_id)
+    await runtime.requeue(run.run_id)
+    worker = getattr(request.app.state, "worker", None)
+    if worker is not None:
+        worker.wake()
     return _control(runtime, run.run_id)
 
 
