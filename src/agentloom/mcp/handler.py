@@ -150,10 +150,10 @@ def result_of(tool: McpTool, result: mt.CallToolResult, meta: dict[str, Any], *,
               scrub: Callable[[str], str] | None = None) -> ToolResult:
     """Map one ``CallToolResult`` of ``tool`` to a ``ToolResult`` (see the module docstring)."""
     content = _blocks(result.content)
+    if scrub is not None:  # a configured secret never reaches the record or the model (#34)
+        content = [_scrubbed(b, scrub) for b in content]
     if result.is_error:
         text = "\n".join(b.text for b in content if isinstance(b, TextBlock)) or "(no message)"
-        if scrub is not None:
-            text = scrub(text)
         return ToolResult(status="failed", content=tuple(content), metadata=meta,
                           error=call_error(MCP_TOOL_ERROR, (
                               f"MCP tool {tool.capability_key} reported an error: "
@@ -172,8 +172,28 @@ def result_of(tool: McpTool, result: mt.CallToolResult, meta: dict[str, Any], *,
                 outcome="known", details={"problems": problems[:20]}))
     if structured is not None:
         # the text block of structured output repeats the JSON: keep the structured value once
-        content = [JsonBlock(structured), *(b for b in content if not isinstance(b, TextBlock))]
+        kept = _scrub_value(structured, scrub) if scrub is not None else structured
+        content = [JsonBlock(kept), *(b for b in content if not isinstance(b, TextBlock))]
     return ToolResult(status="succeeded", content=tuple(content), metadata=meta)
+
+
+def _scrubbed(block: ContentBlock, scrub: Callable[[str], str]) -> ContentBlock:
+    if isinstance(block, TextBlock):
+        return TextBlock(scrub(block.text))
+    if isinstance(block, JsonBlock):
+        return JsonBlock(_scrub_value(block.data, scrub))
+    return block
+
+
+def _scrub_value(value: Any, scrub: Callable[[str], str]) -> Any:
+    """``value`` (JSON) with every string, keys included, scrubbed."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, list):
+        return [_scrub_value(v, scrub) for v in value]
+    if isinstance(value, dict):
+        return {scrub(str(k)): _scrub_value(v, scrub) for k, v in value.items()}
+    return value
 
 
 def _blocks(content: list[mt.ContentBlock]) -> list[ContentBlock]:

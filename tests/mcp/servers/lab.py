@@ -115,8 +115,12 @@ async def call_tool(ctx: ServerRequestContext[Any], params: t.CallToolRequestPar
                                                              related_request_id=ctx.request_id)
             await anyio.sleep(0.01)
         return _text("done")
-    if name == "env":
-        return _text(os.environ.get(str(args.get("name")), "<unset>"))
+    if name == "env":  # "!NAME": the value in an isError result (a leaky server, issue #34)
+        wanted = str(args.get("name"))
+        value = os.environ.get(wanted.lstrip("!"), "<unset>")
+        if wanted.startswith("!"):
+            return _text(f"could not use the token {value}", error=True)
+        return _text(value)
     if name == "pid":
         return _text(str(os.getpid()))
     if name == "say":  # a logging notification, then the answer
