@@ -16,7 +16,7 @@ from tests.sandbox.conftest import confined_gateway, run_command, scope_for, sea
 from agentloom.agent.configured import environment_policy
 from agentloom.config.loader import parse_config
 from agentloom.kernel import Kernel
-from agentloom.sandbox import EnvironmentPolicy, ExecCommand
+from agentloom.sandbox import EnvironmentPolicy, ExecCommand, ExecutionResult
 from agentloom.sandbox._disk import folder_bytes
 
 MIB = 1 << 20
@@ -41,43 +41,43 @@ def _policy() -> EnvironmentPolicy:
     return EnvironmentPolicy(max_work_bytes=CAP, tmp_size_bytes=CAP, default_timeout_s=60)
 
 
-async def test_i34_a_work_folder_past_max_work_bytes_kills_the_command(
-    backend: str, work_dir: Path, tmp_path: Path
-) -> None:
-    gateway = confined_gateway(backend, _policy(), tmp_path / "out")
+async def _write(backend: str, work_dir: Path, out: Path, target: str,
+                 env: dict[str, str]) -> tuple[ExecutionResult, str]:
+    """Run the steady writer into ``target`` (``.``: the work folder; ``TMPDIR``) under a
+    gateway of ``backend`` whose caps are ``CAP``: its result and ``inspect``'s state."""
+    gateway = confined_gateway(backend, _policy(), out)
     try:
         (work_dir / "writer.py").write_text(WRITER)
         handle = await gateway.ensure(scope_for(work_dir), None, 1)
-        command = ExecCommand(argv=("/usr/bin/python3", "writer.py", "."))
+        command = ExecCommand(argv=("/usr/bin/python3", "writer.py", target), env_patch=env)
         result = await run_command(gateway, handle, command)
-        assert "WROTE_ALL" not in text(result)
-        assert result.disk_limit is not None and "the work folder" in result.disk_limit, result
-        assert result.exit_code is None and result.signal == 9
-        assert CAP < folder_bytes(work_dir) < 128 * MIB  # stopped a tick or so past the cap
-        status = await gateway.inspect(result.execution_id)
-        assert status.state == "terminated"
+        return result, (await gateway.inspect(result.execution_id)).state
     finally:
         await gateway.aclose()
+
+
+async def test_i34_a_work_folder_past_max_work_bytes_kills_the_command(
+    backend: str, work_dir: Path, tmp_path: Path
+) -> None:
+    result, state = await _write(backend, work_dir, tmp_path / "out", ".", {})
+    assert "WROTE_ALL" not in text(result)
+    assert result.disk_limit is not None and "the work folder" in result.disk_limit, result
+    assert result.exit_code is None and result.signal == 9
+    assert CAP < folder_bytes(work_dir) < 128 * MIB  # stopped a tick or so past the cap
+    assert state == "terminated"
 
 
 async def test_i34_tmpdir_is_capped_at_tmp_size_bytes_in_every_view(
     backend: str, work_dir: Path, tmp_path: Path
 ) -> None:
-    gateway = confined_gateway(backend, _policy(), tmp_path / "out")
-    try:
-        (work_dir / "writer.py").write_text(WRITER)
-        handle = await gateway.ensure(scope_for(work_dir), None, 1)
-        env = {"TMPDIR": "/tmp"} if view_of(backend) == "namespace" else {}
-        command = ExecCommand(argv=("/usr/bin/python3", "writer.py", "TMPDIR"), env_patch=env)
-        result = await run_command(gateway, handle, command)
-        out = text(result)
-        assert "WROTE_ALL" not in out
-        if view_of(backend) == "namespace":  # a tmpfs of tmp_size_bytes: ENOSPC at the cap
-            assert "WRITE_FAILED 28" in out and result.exit_code == 3, out
-        else:
-            assert result.disk_limit is not None and "TMPDIR" in result.disk_limit, (out, result)
-    finally:
-        await gateway.aclose()
+    env = {"TMPDIR": "/tmp"} if view_of(backend) == "namespace" else {}
+    result, _ = await _write(backend, work_dir, tmp_path / "out", "TMPDIR", env)
+    out = text(result)
+    assert "WROTE_ALL" not in out
+    if view_of(backend) == "namespace":  # a tmpfs of tmp_size_bytes: ENOSPC at the cap
+        assert "WRITE_FAILED 28" in out and result.exit_code == 3, out
+    else:
+        assert result.disk_limit is not None and "TMPDIR" in result.disk_limit, (out, result)
 
 
 def test_i34_sandbox_max_work_bytes_is_a_config_key(tmp_path: Path) -> None:

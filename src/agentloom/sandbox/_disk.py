@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 #: How often the supervisor looks at the file systems while a command runs.
@@ -72,7 +72,7 @@ class _State:
     fs_used: int | None  # the file system's use when the folder was last measured
     size: int | None  # the folder's size then (None: not measured yet)
     next_walk: float = 0.0
-    walk_s: float = field(default=0.0)
+    walk_s: float = 0.0
 
 
 class DiskWatch:
