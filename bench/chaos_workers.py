@@ -43,6 +43,15 @@ worker process runs with its own ``PGAPPNAME``):
   runtime lost (its error code and message are printed);
 - a worker that exited without being killed.
 
+**Where the workers run** (issue #34, 2): ``--pid-namespaces`` starts each worker in its own
+PID namespace (``unshare -p -f --mount-proc``, the same hostname: containers, cloned machines);
+``--skew-s S`` runs worker 0 with its clock ``S`` seconds off (``agentloom.testing.skewed_clock``).
+A killed holder in another namespace is never judged gone by a PID: its runs wait for their
+lease, then are ``suspended``, and this script hands them back to the queue as ``runs resume
+--force`` would — an operator who knows that worker is dead (``forced``; a claim at the epoch it
+read, so never a run a worker took meanwhile). Also checked then: *healthy runs suspended* — a
+suspension before the run's lease had expired, by the store's clock, for the grace.
+
 Prints the counts (``--json``: as JSON); exits 1 on any violation. ``--keep`` keeps the schema
 and the folder: the workers' stderr (``chaos-w<slot>-<n>.err``), ``chaos.log`` (when which
 worker was hit) and the workspaces with their evidence. The sandbox's PID namespace
@@ -53,13 +62,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -77,6 +86,8 @@ GATED_EVERY = 4  # every fourth run asks for an approval
 REJECT_P = 0.2
 ANSWER_DELAY_S = (0.2, 1.0)
 PAUSE_S = (3.0, 5.0)
+TAKEOVER_GRACE_S = 3.0  # the config's workers.takeover_grace_s
+CLOCK_TOLERANCE_S = 0.25  # how far a worker's reading of the store's clock may be off
 ACTIONS_BY = 0.75  # every kill and pause is due once this share of the runs has ended
 TICK_S = 0.1
 STOP_WAIT_S = 60.0
@@ -128,7 +139,8 @@ def write_project(folder: Path) -> Path:
 AUDIT = """
 CREATE TABLE {s}.chaos_run_log (
   seq BIGSERIAL PRIMARY KEY, run_id TEXT, old_status TEXT, status TEXT, old_epoch INTEGER,
-  epoch INTEGER, owner TEXT, app TEXT, at DOUBLE PRECISION, reason TEXT);
+  epoch INTEGER, owner TEXT, app TEXT, at DOUBLE PRECISION, reason TEXT,
+  lease_expires_at DOUBLE PRECISION);
 CREATE TABLE {s}.chaos_write_log (
   seq BIGSERIAL PRIMARY KEY, tbl TEXT, run_id TEXT, operation_id TEXT, phase TEXT,
   status TEXT, epoch INTEGER, app TEXT, at DOUBLE PRECISION);
@@ -137,12 +149,12 @@ BEGIN
   IF TG_OP = 'INSERT' OR NEW.lease_epoch IS DISTINCT FROM OLD.lease_epoch
      OR NEW.status IS DISTINCT FROM OLD.status THEN
     INSERT INTO {s}.chaos_run_log (run_id, old_status, status, old_epoch, epoch, owner, app,
-                                   at, reason)
+                                   at, reason, lease_expires_at)
     VALUES (NEW.run_id, CASE WHEN TG_OP = 'UPDATE' THEN OLD.status END, NEW.status,
             CASE WHEN TG_OP = 'UPDATE' THEN OLD.lease_epoch END, NEW.lease_epoch,
             NEW.lease_owner, current_setting('application_name'),
             extract(epoch FROM clock_timestamp()),
-            NEW.data::jsonb -> 'suspended' ->> 'reason');
+            NEW.data::jsonb -> 'suspended' ->> 'reason', NEW.lease_expires_at);
   END IF;
   RETURN NULL;
 END $$;
@@ -222,22 +234,80 @@ class Incarnation:
     killed_at: float | None = None  # when SIGKILL was sent
     paused_until: float | None = None
     exited_by_itself: int | None = None
+    in_namespace: bool = False  # proc is ``unshare``; the worker is its child
+    _owner: str | None = None
 
     @property
     def owner(self) -> str:
-        return f"{socket.gethostname()}:{self.proc.pid}"
+        """Its holder id (``host@space:pid``), as the worker printed it on starting."""
+        if self._owner is None:
+            text = self.err.read_text(errors="replace") if self.err.exists() else ""
+            found = re.search(r"^worker (\S+) on ", text, re.M)
+            if found is None:
+                return f"(not started) {self.app}"
+            self._owner = found.group(1)
+        return self._owner
+
+    def signal(self, signum: int) -> None:
+        """Signal the worker itself (in a PID namespace: the child of ``unshare``)."""
+        pid = self.proc.pid
+        if self.in_namespace:
+            pid = _child_of(pid) or pid
+        with contextlib.suppress(ProcessLookupError):  # it exited already
+            os.kill(pid, signum)
 
 
-def spawn(config: Path, url: str, slot: int, n: int, concurrency: int) -> Incarnation:
+def _child_of(pid: int) -> int | None:
+    """The one child of ``unshare --fork`` (None until it exists)."""
+    for _ in range(50):
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            return None
+        if children:
+            return int(children[0])
+        time.sleep(0.01)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """Where the workers run: each in its own PID namespace (``unshare -p -f --mount-proc``,
+    same hostname), and the clock offset of worker slot 0 (``agentloom.testing.skewed_clock``)."""
+
+    pid_namespaces: bool = False
+    skew_s: float = 0.0
+
+
+def namespaces_refused() -> str | None:
+    """Why workers cannot get PID namespaces here (None: they can)."""
+    try:
+        done = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"--pid-namespaces: unshare cannot run: {exc}"
+    if done.returncode != 0:
+        return (f"--pid-namespaces: unshare --pid --fork --mount-proc is refused here "
+                f"(needs root or CAP_SYS_ADMIN): {done.stderr.strip()}")
+    return None
+
+
+def spawn(config: Path, url: str, slot: int, n: int, concurrency: int,
+          shape: Shape = Shape()) -> Incarnation:
     app = f"chaos-w{slot}-{n}"
     err = config.parent / f"{app}.err"
     env = {k: v for k, v in os.environ.items() if k != "AGENTLOOM_STORE"}
     env.update(PGAPPNAME=app, PYTHONUNBUFFERED="1")
-    argv = [sys.executable, "-m", "agentloom", "worker", str(config), "--store", url,
-            "--concurrency", str(concurrency)]
+    command = ["worker", str(config), "--store", url, "--concurrency", str(concurrency)]
+    argv = [sys.executable, "-m", "agentloom", *command]
+    if slot == 0 and shape.skew_s:
+        argv = [sys.executable, "-m", "agentloom.testing.skewed_clock", "--offset-s",
+                str(shape.skew_s), "--", *command]
+    if shape.pid_namespaces:
+        argv = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", *argv]
     with (config.parent / f"{app}.out").open("wb") as out, err.open("wb") as stderr:
         proc = subprocess.Popen(argv, cwd=config.parent, env=env, stdout=out, stderr=stderr)
-    return Incarnation(slot, app, proc, err, time.time())
+    return Incarnation(slot, app, proc, err, time.time(), in_namespace=shape.pid_namespaces)
 
 
 @dataclass
@@ -251,19 +321,20 @@ class Tally:
     approved: int = 0
     rejected: int = 0
     answer_refused: list[str] = field(default_factory=list)
+    forced: int = 0  # suspended runs of a killed holder resumed with --force
 
 
 class Chaos:
     """Runs the workers, the kills and pauses, and the approvals until every run ended."""
 
     def __init__(self, config: Path, url: str, *, workers: int, concurrency: int,
-                 rng: random.Random) -> None:
+                 rng: random.Random, shape: Shape = Shape()) -> None:
         import psycopg
 
-        self.config, self.url, self.rng = config, url, rng
+        self.config, self.url, self.rng, self.shape = config, url, rng, shape
         self.concurrency = concurrency
         self.generation = [0] * workers
-        self.live = [spawn(config, url, slot, 0, concurrency) for slot in range(workers)]
+        self.live = [spawn(config, url, slot, 0, concurrency, shape) for slot in range(workers)]
         self.every: list[Incarnation] = list(self.live)
         self.tally = Tally()
         self.seen_waiting: dict[str, float] = {}  # approval operation id -> answer at
@@ -285,7 +356,7 @@ class Chaos:
     def restart(self, slot: int) -> None:
         self.generation[slot] += 1
         self.live[slot] = spawn(self.config, self.url, slot, self.generation[slot],
-                                self.concurrency)
+                                self.concurrency, self.shape)
         self.every.append(self.live[slot])
         self.tally.restarts += 1
 
@@ -298,7 +369,7 @@ class Chaos:
     def kill(self, victim: Incarnation, held: int) -> None:
         self.note("SIGKILL", victim, held)
         victim.killed_at = time.time()
-        victim.proc.send_signal(signal.SIGKILL)
+        victim.signal(signal.SIGKILL)
         victim.proc.wait()
         self.tally.kills += 1
         self.tally.kills_mid_run += held > 0
@@ -307,7 +378,7 @@ class Chaos:
 
     def pause(self, victim: Incarnation, held: int) -> None:
         self.note("SIGSTOP", victim, held)
-        victim.proc.send_signal(signal.SIGSTOP)
+        victim.signal(signal.SIGSTOP)
         victim.paused_until = time.time() + self.rng.uniform(*PAUSE_S)
         self.tally.pauses += 1
         self.tally.pauses_mid_run += held > 0
@@ -328,7 +399,7 @@ class Chaos:
         now = time.time()
         for w in self.live:
             if w.paused_until is not None and w.paused_until <= now:
-                w.proc.send_signal(signal.SIGCONT)
+                w.signal(signal.SIGCONT)
                 w.paused_until = None
             code = w.proc.poll()
             if code is not None:
@@ -359,6 +430,27 @@ class Chaos:
             self.tally.approved += approve
             self.tally.rejected += not approve
 
+    async def operate(self, runtime: Any) -> None:
+        """What an operator does for a run suspended because its holder may live on: once it
+        knows that holder is dead (it was killed), ``runs resume --force`` hands the run to
+        the queue. (A killed holder in another PID namespace or on another machine is never
+        judged gone by a PID: its runs wait for their lease, then for this.)"""
+        from agentloom.errors import StoreError
+        from agentloom.store.records import get_run
+
+        killed = {w.owner for w in self.every if w.killed_at is not None}
+        for run_id, owner, epoch in self.rows("SELECT run_id, lease_owner, lease_epoch FROM "
+                                              "runs WHERE status = 'suspended'"):
+            if owner not in killed:
+                continue
+            try:  # only while it is still that epoch: a worker may have taken it meanwhile
+                lease = runtime.kernel.claim(run_id, lease_ttl_s=2.0, expect_epoch=epoch)
+            except StoreError:
+                continue
+            run = get_run(runtime.store, run_id)
+            await runtime.kernel.park_run(lease, "pending", data=dict(run.data if run else {}))
+            self.tally.forced += 1
+
     async def drive(self, runtime: Any, *, runs: int, kills: int, pauses: int,
                     timeout_s: float) -> bool:
         """Until every run ended (True) or ``timeout_s`` (False)."""
@@ -370,6 +462,7 @@ class Chaos:
         while time.monotonic() < deadline:
             self.tend()
             await self.answer(runtime)
+            await self.operate(runtime)
             ended = self.ended()
             if ended >= runs:
                 return True
@@ -383,10 +476,10 @@ class Chaos:
         """SIGCONT, then SIGTERM every worker; SIGKILL one that does not stop in time."""
         for w in self.live:
             if w.paused_until is not None:
-                w.proc.send_signal(signal.SIGCONT)
+                w.signal(signal.SIGCONT)
                 w.paused_until = None
             if w.proc.poll() is None:
-                w.proc.send_signal(signal.SIGTERM)
+                w.signal(signal.SIGTERM)
         deadline = time.monotonic() + STOP_WAIT_S
         for w in self.live:
             try:
@@ -394,6 +487,7 @@ class Chaos:
             except subprocess.TimeoutExpired:
                 log(f"worker {w.app} did not stop within {STOP_WAIT_S:g}s of SIGTERM: killed")
                 w.killed_at = time.time()
+                w.signal(signal.SIGKILL)
                 w.proc.kill()
                 w.proc.wait()
         self.db.close()
@@ -507,6 +601,24 @@ def check_holders(run_log: list[dict[str, Any]], revocations: list[dict[str, Any
     return len(problems), problems
 
 
+def check_suspensions(run_log: list[dict[str, Any]]) -> tuple[int, list[str]]:
+    """Suspensions of a healthy run: before its lease had expired, by the store's clock, for
+    ``TAKEOVER_GRACE_S`` (a worker whose own clock is ahead sees every lease expired). A
+    holder that is paused, or too slow to renew within the lease, is not healthy: its
+    suspension is the design (and its next renewal makes the run ``running`` again)."""
+    problems = []
+    for row in run_log:
+        if row["status"] != "suspended" or row["old_status"] == "suspended":
+            continue
+        expired_for = row["at"] - float(row["lease_expires_at"] or 0.0)
+        if expired_for < TAKEOVER_GRACE_S - CLOCK_TOLERANCE_S:
+            problems.append(f"run {row['run_id']} suspended by {row['app']} when its lease "
+                            f"(epoch {row['epoch']}) had expired {expired_for:.2f}s before by "
+                            f"the store's clock, under the grace of {TAKEOVER_GRACE_S:g}s: "
+                            f"{row['reason']}")
+    return len(problems), problems
+
+
 def check_writes(writes: list[dict[str, Any]], run_log: list[dict[str, Any]],
                  workers: set[str]) -> tuple[dict[str, int], list[str]]:
     """Every operation / attempt write came from the holder of the epoch current in its
@@ -569,6 +681,7 @@ def verify(url: str, root: Path, run_ids: list[str], chaos: Chaos) -> dict[str, 
                                              {w.app: w.killed_at for w in chaos.every})
     written, write_problems = check_writes(writes, run_log, {w.app for w in chaos.every})
     suspensions = [r for r in run_log if r["status"] == "suspended"]
+    healthy_suspended, suspension_problems = check_suspensions(run_log)
     crashed = [f"worker {w.app} exited by itself with {w.exited_by_itself}: {tail(w.err)}"
                for w in chaos.every if w.exited_by_itself is not None]
     failed = {r: (rows[r]["data"] or {}).get("error") or {} for r in run_ids
@@ -577,7 +690,8 @@ def verify(url: str, root: Path, run_ids: list[str], chaos: Chaos) -> dict[str, 
                     for r in lost),
                   *(f"run {r} failed: {e.get('code')}: {e.get('message')}"
                     for r, e in failed.items()),
-                  *effect_problems, *holder_problems, *write_problems, *crashed]
+                  *effect_problems, *holder_problems, *write_problems,
+                  *suspension_problems, *crashed]
     if effects.get("executions", 0) == 0:
         violations.append("no execution left any evidence: does exec work here?")
     return {
@@ -598,6 +712,7 @@ def verify(url: str, root: Path, run_ids: list[str], chaos: Chaos) -> dict[str, 
         "suspensions": len(suspensions),
         "suspension_reasons": sorted({str(r["reason"]) for r in suspensions})[:5],
         "suspended_at_end": statuses.get("suspended", 0),
+        "healthy_runs_suspended": healthy_suspended,
         "failed_runs": len(failed),
         "workers_exited_by_themselves": len(crashed),
         "violations": violations,
@@ -614,7 +729,7 @@ async def submit_all(runtime: Any, runs: int) -> list[str]:
 
 
 async def _run(config: Path, url: str, *, workers: int, concurrency: int, runs: int,
-               kills: int, pauses: int, timeout_s: float, rng: random.Random
+               kills: int, pauses: int, timeout_s: float, rng: random.Random, shape: Shape
                ) -> tuple[list[str], Chaos, bool, float]:
     from agentloom.agent.configured import runtime_from_config
     from agentloom.config import load_config
@@ -623,7 +738,8 @@ async def _run(config: Path, url: str, *, workers: int, concurrency: int, runs: 
     try:
         run_ids = await submit_all(runtime, runs)
         started = time.perf_counter()
-        chaos = Chaos(config, url, workers=workers, concurrency=concurrency, rng=rng)
+        chaos = Chaos(config, url, workers=workers, concurrency=concurrency, rng=rng,
+                      shape=shape)
         try:
             finished = await chaos.drive(runtime, runs=runs, kills=kills, pauses=pauses,
                                          timeout_s=timeout_s)
@@ -636,7 +752,7 @@ async def _run(config: Path, url: str, *, workers: int, concurrency: int, runs: 
 
 def chaos_workers(*, workers: int, runs: int, kills: int, pauses: int, store_base: str,
                   concurrency: int = 4, seed: int = 1, timeout_s: float = 900.0,
-                  keep: bool = False) -> dict[str, Any]:
+                  keep: bool = False, shape: Shape = Shape()) -> dict[str, Any]:
     """Run the bench once in a fresh schema of ``store_base`` and a temporary folder, both
     removed after unless ``keep`` (to look into a violation); the report."""
     rng = random.Random(seed)
@@ -648,7 +764,7 @@ def chaos_workers(*, workers: int, runs: int, kills: int, pauses: int, store_bas
         try:
             run_ids, chaos, finished, elapsed = asyncio.run(_run(
                 config, url, workers=workers, concurrency=concurrency, runs=runs, kills=kills,
-                pauses=pauses, timeout_s=timeout_s, rng=rng))
+                pauses=pauses, timeout_s=timeout_s, rng=rng, shape=shape))
             report = verify(url, Path(tmp) / "ws", run_ids, chaos)
         finally:
             if not keep:
@@ -662,21 +778,25 @@ def chaos_workers(*, workers: int, runs: int, kills: int, pauses: int, store_bas
         report["violations"].insert(0, f"the runs did not all end within {timeout_s:g}s")
     tally = chaos.tally
     return {"workers": workers, "concurrency": concurrency, "runs": runs, "seed": seed,
+            "pid_namespaces": shape.pid_namespaces, "skew_s": shape.skew_s,
             "schema": schema_of(url), "elapsed_s": round(elapsed, 1), "finished": finished,
             "kills": tally.kills, "kills_requested": kills, "kills_mid_run": tally.kills_mid_run,
             "runs_held_at_kill": tally.runs_held_at_kill, "pauses": tally.pauses,
             "pauses_requested": pauses, "pauses_mid_run": tally.pauses_mid_run,
-            "restarts": tally.restarts, "approved": tally.approved,
+            "restarts": tally.restarts, "forced": tally.forced, "approved": tally.approved,
             "rejected": tally.rejected, "answers_refused": tally.answer_refused,
             **report}
 
 
 def print_report(r: dict[str, Any]) -> None:
     print(f"chaos on {r['workers']} workers x {r['concurrency']}: {r['runs']} runs in "
-          f"{r['elapsed_s']} s, seed {r['seed']}")
+          f"{r['elapsed_s']} s, seed {r['seed']}"
+          + (", each worker in its own PID namespace" if r["pid_namespaces"] else "")
+          + (f", worker 0's clock {r['skew_s']:+g} s" if r["skew_s"] else ""))
     print(f"  kills {r['kills']}/{r['kills_requested']} ({r['kills_mid_run']} mid-run, "
           f"{r['runs_held_at_kill']} runs held), pauses {r['pauses']}/{r['pauses_requested']} "
-          f"({r['pauses_mid_run']} mid-run), restarts {r['restarts']}")
+          f"({r['pauses_mid_run']} mid-run), restarts {r['restarts']}, suspended runs of a "
+          f"killed holder resumed with --force {r['forced']}")
     print(f"  approvals: {r['approved']} approved, {r['rejected']} rejected, "
           f"{len(r['answers_refused'])} answers refused")
     print(f"  runs by status: {r['statuses']}; lost: {r['lost']}")
@@ -689,7 +809,8 @@ def print_report(r: dict[str, Any]) -> None:
     print(f"  side effects executed twice: {r['effects_twice']} (after raw_saved: "
           f"{r['effects_twice_after_raw_saved']}); executions {r['executions']}, "
           f"{r['executions_cut_short']} cut short by a kill")
-    print(f"  suspended: {r['suspensions']} times, {r['suspended_at_end']} at the end"
+    print(f"  suspended: {r['suspensions']} times ({r['healthy_runs_suspended']} healthy runs), "
+          f"{r['suspended_at_end']} at the end"
           + "".join(f"\n    reason: {why}" for why in r["suspension_reasons"]))
     print(f"  failed runs (the scripted agent never fails by itself): {r['failed_runs']}")
     print(f"  workers that exited by themselves: {r['workers_exited_by_themselves']}")
@@ -710,6 +831,11 @@ def main() -> int:
                         help="seconds until the runs must all have ended")
     parser.add_argument("--store-base", default=os.environ.get("AGENTLOOM_TEST_PG", DEFAULT_PG),
                         help="a PostgreSQL URL; the bench uses a fresh schema, dropped after")
+    parser.add_argument("--pid-namespaces", action="store_true",
+                        help="run each worker in its own PID namespace (unshare -p -f "
+                        "--mount-proc, same hostname; needs root or CAP_SYS_ADMIN)")
+    parser.add_argument("--skew-s", type=float, default=0.0,
+                        help="worker 0's clock reads this many seconds ahead (negative: behind)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", action="store_true",
                         help="keep the schema and the folder (worker logs, workspaces)")
@@ -721,11 +847,15 @@ def main() -> int:
     if unreachable:
         print(unreachable, file=sys.stderr)
         return 2
+    if args.pid_namespaces and (refused := namespaces_refused()):
+        print(refused, file=sys.stderr)
+        return 2
     os.environ["PGAPPNAME"] = "chaos-bench"
     report = chaos_workers(workers=args.workers, runs=args.runs, kills=args.kills,
                            pauses=args.pauses, store_base=args.store_base,
                            concurrency=args.concurrency, seed=args.seed, timeout_s=args.timeout,
-                           keep=args.keep)
+                           keep=args.keep,
+                           shape=Shape(pid_namespaces=args.pid_namespaces, skew_s=args.skew_s))
     if args.json:
         print(json.dumps(report))
     else:

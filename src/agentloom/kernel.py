@@ -10,8 +10,6 @@ benchmarks, a host of your own).
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -46,6 +44,7 @@ from agentloom.sandbox.ports import SandboxBackend
 from agentloom.skills.runtime import SKILL_TOOLS, SkillBindings
 from agentloom.skills.tools import skill_capability
 from agentloom.store import Insert, Op, Put, Store, WriteSet, open_store
+from agentloom.store.holders import holder_id
 from agentloom.store.owners import check_owner
 from agentloom.store.ports import Fence
 from agentloom.tools.builtin.exec import ExecHandler
@@ -150,7 +149,7 @@ class Kernel:
         self.model_manager = ModelManager()
         self.bus.register_owner("model", self.model_manager)
         self.models = ModelGateway(self.bus, self.model_manager)
-        self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self.worker_id = holder_id()  # host@space:pid, unique across PID namespaces
         self._mcp: McpSessions | None = None
         self.hooks.attach_mcp(self)  # mcp hooks: the runs' MCP sessions (made on first use)
 
@@ -294,7 +293,7 @@ class Kernel:
         # that did not exist, so the insert is the claim — one commit, not two
         row = self._run_row(run_id, "running", owner, data, principal=principal)
         row.update(lease_epoch=1, lease_owner=self.worker_id,
-                   lease_expires_at=row["created_at"] + lease_ttl_s)
+                   lease_expires_at=self.store.now() + lease_ttl_s)
         ops: list[Op] = [Insert("runs", row)]
         scope = None
         if workspace and workdir is None:  # its scope is registered in the same commit
@@ -474,7 +473,7 @@ class Kernel:
         receipt = await self.environment.revoke(lease.run_id, lease.lease_epoch)
         row = {"run_id": lease.run_id, "lease_epoch": lease.lease_epoch,
                "worker_id": self.worker_id, "confirmed": 1 if receipt.confirmed else 0,
-               "created_at": time.time(), "data": {"killed": receipt.killed}}
+               "created_at": self.store.now(), "data": {"killed": receipt.killed}}
         try:
             await self.coordinator.commit(WriteSet((Put("revocations", row),)))
         except Exception as exc:
@@ -495,7 +494,7 @@ class Kernel:
         # ``running`` again, too: a takeover that found the lease expired (the holder was
         # paused) may have reported the run ``suspended`` without taking it
         await self._commit_run(lease, {"run_id": lease.run_id, "status": "running",
-                                       "lease_expires_at": time.time() + lease_ttl_s})
+                                       "lease_expires_at": self.store.now() + lease_ttl_s})
 
     async def _commit_run(self, lease: RunLease, row: Mapping[str, Any], *also: Op) -> None:
         """One commit of the run's row (and ``also``), fenced by the lease's epoch."""

@@ -7,12 +7,12 @@ epoch they judged). SQLite and PostgreSQL (found by bench/chaos_workers.py)."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 import agentloom
 from agentloom.models.offline import Script, ScriptModel
 from agentloom.store import Put, WriteSet
+from agentloom.store.holders import holder_id
 from agentloom.store.records import get_run
 
 
@@ -39,7 +39,7 @@ async def test_i17_a_run_whose_claimer_died_before_it_began_is_begun_by_the_next
         # the claimer opened the workspace, then died before recording the run's start
         await runtime.kernel.open_run_workspace(
             lease, owner=agentloom.OwnerRef(kind="agent", id="main"))
-        dead = f"{socket.gethostname()}:{await _dead_pid()}"
+        dead = holder_id(await _dead_pid())
         await runtime.kernel.coordinator.commit(WriteSet((Put("runs", {
             "run_id": run_id, "lease_owner": dead}),)))
         run = get_run(runtime.store, run_id)
@@ -62,7 +62,7 @@ async def test_i17_two_workers_judging_the_same_dead_holder_take_the_run_once(
         run_id = await first.submit("a task")
         lease = first.claim_next(worker_cap=1)
         assert lease is not None
-        dead = f"{socket.gethostname()}:{await _dead_pid()}"
+        dead = holder_id(await _dead_pid())
         await first.kernel.coordinator.commit(WriteSet((Put("runs", {
             "run_id": run_id, "lease_owner": dead, "lease_expires_at": 0.0}),)))
         judged = get_run(first.store, run_id)

@@ -107,3 +107,39 @@ def test_i17_chaos_workers_checker_counts_a_second_holder_and_a_stale_commit() -
     counts, problems = bench.check_writes(writes, run_log, {"w0", "w1", "w2"})
     assert counts["stale_commits"] == 1 and counts["delivered_twice"] == 1
     assert "written by w0 under epoch 2, held by w1" in problems[0]
+
+
+@pytest.mark.postgres
+@pytest.mark.kill
+def test_i34_2_chaos_workers_in_pid_namespaces_with_a_clock_an_hour_ahead() -> None:
+    """Issue #34, acceptance 3 at CI size: each worker in its own PID namespace (the same
+    hostname), worker 0's clock an hour ahead: no second live holder, no duplicate, no healthy
+    run suspended; the runs a killed holder left suspended are resumed with --force."""
+    require_pg()
+    refused = bench.namespaces_refused()
+    if refused:
+        pytest.skip(refused)
+    env = {k: v for k, v in os.environ.items() if k != "AGENTLOOM_STORE"}
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--workers", "2", "--runs", "12", "--kills", "3",
+         "--pauses", "1", "--seed", "34", "--pid-namespaces", "--skew-s", "3600",
+         "--timeout", str(BENCH_TIMEOUT_S), "--json", "--store-base", PG_BASE],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=BENCH_TIMEOUT_S + 30)
+
+    assert done.stdout, done.stderr
+    report = json.loads(done.stdout)
+    assert report["violations"] == [], done.stderr
+    assert report["pid_namespaces"] is True and report["skew_s"] == 3600
+    assert report["finished"] is True and report["lost"] == 0
+    assert report["kills"] == 3 and report["claims"] >= 12
+    assert report["two_live_holders"] == 0 and report["effects_twice"] == 0
+    assert report["healthy_runs_suspended"] == 0 and report["stale_commits"] == 0
+
+
+def test_i34_2_chaos_workers_checker_counts_a_suspension_before_the_lease_expired() -> None:
+    log = [{"run_id": "r", "status": "suspended", "old_status": "running", "epoch": 1,
+            "app": "w0", "at": 100.0, "lease_expires_at": 99.0, "reason": "skewed"},
+           {"run_id": "s", "status": "suspended", "old_status": "running", "epoch": 1,
+            "app": "w0", "at": 100.0, "lease_expires_at": 90.0, "reason": "gone quiet"}]
+    count, problems = bench.check_suspensions(log)
+    assert count == 1 and "run r " in problems[0]

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agentloom.store.holders import parse_holder
+
 from .support import SUBPROCESS_TIMEOUT_S, Cli, spawn, write_project
 
 TWO_TURNS = """\
@@ -96,7 +98,7 @@ def test_i17_sigterm_gives_the_run_back_after_its_step_and_workers_list_shows_th
         diagnosis = shown["diagnosis"]
         assert shown["status"] == "running" and diagnosis["state"] == "running"
         holder = diagnosis["holder"]
-        assert holder["worker_id"].endswith(f":{proc.pid}") and holder["lease_epoch"] == 1
+        assert parse_holder(holder["worker_id"]).pid == proc.pid and holder["lease_epoch"] == 1
         assert holder["lease_left_s"] > 0
         workers = cli.json("workers", "list", "--store", cli.store)
         (me,) = [w for w in workers if w["pid"] == proc.pid]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import sys
 import time
@@ -18,6 +17,7 @@ from typing import Any
 from agentloom.agent.leases import takeover_verdict
 from agentloom.kernel import Kernel
 from agentloom.store import Insert, Put, WriteSet, open_store
+from agentloom.store.holders import holder_id
 from agentloom.store.records import get_run
 
 from .support import SUBPROCESS_TIMEOUT_S, Cli, agentloom, spawn, write_project
@@ -103,10 +103,10 @@ async def test_i17_takeover_verdict_needs_a_dead_holder_or_a_confirmed_receipt(
                 "data": {}}),)))
             return get_run(store, run_id)
 
-        host = os.uname().nodename
+        dead_holder = holder_id(dead.pid)
         assert takeover_verdict(store, await run_held_by("r0", None, 5), 30, now)[0] == "take"
-        gone = await run_held_by("r1", f"{host}:{dead.pid}", 1)
-        assert takeover_verdict(store, gone, 30, now) == ("take", f"its holder {host}:{dead.pid} is gone")
+        gone = await run_held_by("r1", dead_holder, 1)
+        assert takeover_verdict(store, gone, 30, now) == ("take", f"its holder {dead_holder} is gone")
         far = await run_held_by("r2", "elsewhere:42", 5)
         verdict, why = takeover_verdict(store, far, 30, now)
         assert verdict == "wait" and "25s more" in why

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from agentloom.store.holders import holder_id
 from agentloom.testing.openai_server import ScriptedOpenAIServer, chat_turn
 
 from .support import SERVER_KEY_ENV, SUBPROCESS_TIMEOUT_S, Cli, agentloom, openai_project, spawn
@@ -52,7 +52,7 @@ def test_12_3_a_live_run_is_refused_naming_its_holder_and_force_takes_it_over(
     live = spawn("run", str(config), "sleep a while", "--store", cli.store, "--json", cwd=tmp_path)
     try:
         run_id = str(_wait_for_exec_started(cli, live)["run_id"])
-        holder = f"{socket.gethostname()}:{live.pid}"
+        holder = holder_id(live.pid)
 
         refused = agentloom("runs", "resume", run_id, "--store", cli.store, cwd=tmp_path)
 

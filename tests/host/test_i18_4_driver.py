@@ -28,6 +28,7 @@ from agentloom.host import create_key
 from agentloom.host.app import create_app
 from agentloom.host.driver import InProcessDriver, WorkerProcess
 from agentloom.store import open_store
+from agentloom.store.holders import holder_id
 
 from .support import make_key
 
@@ -187,7 +188,7 @@ def test_i18_4_a_run_created_through_the_api_wakes_the_worker_process(tmp_path: 
         assert child in _children_of(served.proc.pid) and child != served.proc.pid
         run = _finish(served, "hello")  # with poll_s 3600, only the wake-up finds it
         assert run["status"] == "succeeded", run
-        assert run["lease_owner"] == f"{socket.gethostname()}:{child}"  # the child drove it
+        assert run["lease_owner"] == holder_id(child)  # the child drove it
 
 
 def test_i18_4_a_killed_worker_process_is_replaced_and_later_runs_finish(
@@ -209,7 +210,7 @@ def test_i18_4_a_killed_worker_process_is_replaced_and_later_runs_finish(
         for n in range(2):
             run = _finish(served, f"after the kill {n}")
             assert run["status"] == "succeeded", run
-            assert run["lease_owner"] == f"{socket.gethostname()}:{second}"
+            assert run["lease_owner"] == holder_id(second)
 
 
 def test_i18_4_sigterm_stops_the_worker_process_and_gives_its_run_back(tmp_path: Path) -> None:

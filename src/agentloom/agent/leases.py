@@ -1,26 +1,30 @@
 """Who holds a run, and whether that holder can still be driving it.
 
-A run's lease names its holder (``host:pid``, ``Kernel.worker_id``) and when it expires
-(renewed every 20 s while the holder lives). A run is *interrupted* when it is ``running`` but
-nothing drives it any more: its lease expired, or its holder is a process of this machine
-that no longer exists (killed: its lease has not run out yet, but nobody will renew it). A
-holder on another machine is alive until its lease expires. A recycled pid reads as alive:
-the safe side (the run waits for its lease to expire).
+A run's lease names its holder (``host@space:pid``, ``Kernel.worker_id``, see
+``store.holders``) and when it expires in the store's time (``store.clock``; renewed every
+20 s while the holder lives). A run is *interrupted* when it is ``running`` but nothing drives
+it any more: its lease expired, or its holder is a process of this very machine and PID
+namespace that no longer exists (killed: its lease has not run out yet, but nobody will renew
+it). A holder of another machine or PID namespace — even one with the same hostname — is alive
+until its lease expires (issue #34, 2). A pid used again by another process reads as gone:
+the holder id records when its process started. Pass ``now=store.now()``: a process whose clock is off judges
+leases in the store's time all the same.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentloom.store import Store
+from agentloom.store.holders import holder_id, parse_holder
 from agentloom.store.records import RunRecord
 
 __all__ = ["TakeoverVerdict", "WorkerSettings", "holder_gone", "is_interrupted", "lease_left_s",
+           "rebased",
            "takeover_verdict"]
 
 TakeoverVerdict = Literal["take", "wait", "suspend"]
@@ -48,21 +52,14 @@ class WorkerSettings:
 
 
 def holder_gone(owner: str | None) -> bool:
-    """True when ``owner`` (``host:pid``) is a process of this machine that has exited."""
+    """True when ``owner`` (a holder id) is a process of this machine and PID namespace that
+    has exited. A holder of any other space is never judged from its PID."""
     if not owner:
         return False
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
+    holder = parse_holder(owner)
+    if holder.pid == os.getpid() and owner == holder_id():
         return False
-    if int(pid) == os.getpid():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False  # it exists, as another user
-    return False
+    return holder.exited
 
 
 def _record(run: RunRecord | Mapping[str, Any]) -> RunRecord:
@@ -95,13 +92,11 @@ def takeover_verdict(store: Store, run: RunRecord, grace_s: float,
     holder may be alive (paused, cut off, on another machine): ``wait`` until
     ``grace_s`` after its lease expired, then ``suspend`` — never a silent double run. The
     second value says why."""
-    now = time.time() if now is None else now
+    now = store.now() if now is None else now
     owner = run.lease_owner
     if not owner:
         return "take", "nobody held it"
-    host, _, pid = owner.rpartition(":")
-    this_process = host == socket.gethostname() and pid == str(os.getpid())
-    if this_process or holder_gone(owner):
+    if owner == holder_id() or holder_gone(owner):
         return "take", f"its holder {owner} is gone"
     receipt = store.get("revocations", {"run_id": run.run_id, "lease_epoch": run.lease_epoch})
     if receipt is not None and receipt["confirmed"]:
@@ -115,3 +110,22 @@ def takeover_verdict(store: Store, run: RunRecord, grace_s: float,
                        f"receipt within workers.takeover_grace_s ({grace_s:g}s) after its lease "
                        "expired: its sandbox processes may still be running, so the run was not "
                        "taken over")
+
+
+def rebased(data: Mapping[str, Any], offset_s: float) -> dict[str, Any]:
+    """A run's data with its times (``deadline``, ``waiting.since``) in this process's clock.
+
+    They are written in the clock of the process that wrote them, with that clock's offset
+    from the store's (``clock_offset_s``, ``Store.clock_offset_s``): a process whose clock is
+    off reads them shifted by the difference of the two offsets, so a worker one hour ahead
+    neither times a run out an hour early nor lets it run an hour late (issue #34, 2). Data
+    without an offset (written before) is read as written in this clock."""
+    out = dict(data)
+    shift = float(out.get("clock_offset_s", offset_s)) - offset_s
+    if shift and isinstance(out.get("deadline"), int | float):
+        out["deadline"] = float(out["deadline"]) + shift
+    waiting = out.get("waiting")
+    if shift and isinstance(waiting, dict) and isinstance(waiting.get("since"), int | float):
+        out["waiting"] = {**waiting, "since": float(waiting["since"]) + shift}
+    out["clock_offset_s"] = offset_s
+    return out

@@ -340,7 +340,7 @@ async def _stop_runs(kernel: Kernel, owner: OwnerRef, stop: Stopper | None,
             if run is None or (run.status != "running" and store.query(
                     "cleanup_jobs", {"run_id": run_id}, limit=1)):
                 waiting.discard(run_id)
-            elif run.status == "running" and is_interrupted(run):
+            elif run.status == "running" and is_interrupted(run, store.now()):
                 kernel.claim(run_id)  # a new epoch: a writer it had left commits nothing more
                 waiting.discard(run_id)
         if not waiting:

@@ -37,6 +37,7 @@ from agentloom.agent.leases import (
     holder_gone,
     is_interrupted,
     lease_left_s,
+    rebased,
     takeover_verdict,
 )
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop, initial_messages
@@ -420,6 +421,7 @@ class Runtime:
             data = {"agent": agent, "task": task, "release_id": self.release_id,
                     "catalog_version": self.catalog_version,
                     "deadline": time.time() + limits.run_deadline_s, "session_id": session,
+                    "clock_offset_s": self.store.clock_offset_s(),
                     "session_seen": view.seen if view else None,
                     "sandbox_backend": self.kernel.environment.sandbox_backend}
             if view is not None:
@@ -505,7 +507,7 @@ class Runtime:
         if (run.release_id, run.catalog_version) != (self.release_id, self.catalog_version):
             raise RunError(self._release_changed(run), code="RELEASE_CHANGED")
         gone = holder_gone(run.lease_owner)
-        left = lease_left_s(run)
+        left = lease_left_s(run, self.store.now())
         if not force and left > 0 and not gone:
             raise RunError(
                 f"run {run_id} is driven by a live process ({run.lease_owner}; its lease "
@@ -548,7 +550,8 @@ class Runtime:
             except FencedOut as exc:  # claimed again meanwhile: it is theirs
                 raise RunError(f"run {run_id} was taken by another process meanwhile: {exc}",
                                code="LEASE_HELD") from exc
-        return self._drive(lease, dict(run.data), view.history if view else ())
+        return self._drive(lease, rebased(run.data, self.store.clock_offset_s()),
+                           view.history if view else ())
 
     def _claim(self, run: RunRecord, *, only_if_expired: bool) -> RunLease:
         """Take ``run``'s lease — only while its epoch is still the one just judged (a
@@ -615,7 +618,7 @@ class Runtime:
         await self.kernel.environment.cleanup.retry_pending()  # cleanups that failed earlier
         await self.kernel.environment.cleanup.sweep_ended(  # runs that ended, never cleaned
             grace_s=self.workers.lease_ttl_s)
-        now = time.time()
+        now = self.store.now()  # leases are judged in the store's time, whatever ours says
         # a suspended run whose old holder is confirmed gone by now (it died, or recorded its
         # receipt) is taken over like an interrupted one; the others wait for --force
         suspended = [r for r in runs(self.store, status="suspended")
@@ -712,7 +715,7 @@ class Runtime:
         run = get_run(self.store, lease.run_id)
         if run is None:
             raise RunError(f"no run {lease.run_id!r} in this store", code="RUN_NOT_FOUND")
-        data = dict(run.data)
+        data = rebased(run.data, self.store.clock_offset_s())  # its times in our clock
         now = time.time()
         owner = OwnerRef(**data["owner"]) if "owner" in data else \
             self._owner_of(str(data.get("agent")))
@@ -796,7 +799,7 @@ class Runtime:
             live.cancel.set(reason)
         await record_control(self.kernel.coordinator, run_id, STOP, {"reason": reason})
         parked = run.status in ("pending", "waiting", "suspended")
-        if live is None and (parked or is_interrupted(run)):
+        if live is None and (parked or is_interrupted(run, self.store.now())):
             try:  # a worker that claims it first sees the control and stops it itself
                 lease = self.kernel.claim(run_id, lease_ttl_s=self.workers.lease_ttl_s,
                                           only_if_expired=parked)
@@ -1211,8 +1214,8 @@ def list_runs(store: Store, limit: int = 50) -> list[dict[str, Any]]:
     ``interrupted``: running, but nothing drives it any more."""
     return [{"run_id": r.run_id, "status": r.stored_status, "agent": r.agent, "task": r.task,
              "created_at": r.created_at, "updated_at": r.updated_at, "output": r.output,
-             "interrupted": is_interrupted(r)}
-            for r in runs(store, newest_first=True, limit=limit, lenient=True)]
+             "interrupted": is_interrupted(r, now)}
+            for now in (store.now(),) for r in runs(store, newest_first=True, limit=limit, lenient=True)]
 
 
 def effective_task(outcome: LoopOutcome, task: str) -> str:

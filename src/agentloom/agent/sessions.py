@@ -146,7 +146,7 @@ def holder(store: Store, session_id: str, now: float | None = None) -> SessionHo
     if not run.running:
         return None
     return SessionHolder(session_id, run_id,
-                         "interrupted" if is_interrupted(run, now) else "running")
+                         "interrupted" if is_interrupted(run, store.now()) else "running")
 
 
 async def occupy(store: Store, commit: Callable[[WriteSet], Awaitable[None]], session_id: str,

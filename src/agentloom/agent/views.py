@@ -52,9 +52,11 @@ def run_summaries(store: Store, limit: int = 50) -> list[dict[str, Any]]:
     drives any more), ``agent``, ``created_at``, ``updated_at`` and ``task`` (an excerpt;
     ``runs show`` has the whole task)."""
     return [{"run_id": r.run_id,
-             "status": "interrupted" if is_interrupted(r) else r.stored_status,
+             "status": "interrupted" if is_interrupted(r, now) else r.stored_status,
              "agent": r.agent, "created_at": r.created_at, "updated_at": r.updated_at,
-             "task": excerpt(r.task)} for r in runs(store, newest_first=True, limit=limit, lenient=True)]
+             "task": excerpt(r.task)}
+            for now in (store.now(),)
+            for r in runs(store, newest_first=True, limit=limit, lenient=True)]
 
 
 def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
@@ -64,7 +66,7 @@ def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
         return None
     # a damaged row is shown as it is stored, like the run's own row
     details = [operation_detail(store, op) for op in operations(store, run_id, lenient=True)]
-    status = "interrupted" if is_interrupted(run) else run.stored_status
+    status = "interrupted" if is_interrupted(run, store.now()) else run.stored_status
     return {
         "run_id": run_id,
         "status": status,
@@ -87,7 +89,7 @@ def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
         "cleanup": cleanup_detail(store, run_id),
         "route": run.data.get("route"),  # its project's model route (agent.routes), no key
         # for a run that has not ended: who holds it, what it waits for, what comes next
-        "diagnosis": diagnose(store, run, status, details) if run.known_status else None,
+        "diagnosis": diagnose(store, run, status, details, store.now()) if run.known_status else None,
         # a workflow run's graph state: its nodes (agent.workflow_view)
         **_graph(store, run, details),
         "operations": details,

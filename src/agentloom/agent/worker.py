@@ -42,6 +42,7 @@ from typing import Any
 from agentloom.agent.runtime import RunHandle, RunResult, Runtime
 from agentloom.approvals import expire_due, requeue_if_answered
 from agentloom.store import Put, WriteSet
+from agentloom.store.holders import parse_holder
 from agentloom.store.ports import QueueListener
 from agentloom.store.records import runs
 from agentloom.workspace.cleanup import CleanupResult
@@ -52,6 +53,7 @@ log = logging.getLogger(__name__)
 
 JITTER = 0.2  # an idle wait is poll_s × (1 ± JITTER)
 LISTEN_SLICE_S = 0.5  # a listening thread checks this often whether the worker stopped
+CLOCK_SKEW_S = 2.0  # a worker's clock further than this from the store's is named a skew
 
 
 @dataclass(slots=True)
@@ -230,14 +232,20 @@ class Worker:
 
     async def _beat(self, state: str) -> None:
         """Write this worker's row: alive (``state``), when, and the runs it holds."""
-        now = time.time()
-        self._beat_at = now
+        self._beat_at = time.time()
         self._held = sorted(self._in_flight)
-        host, _, pid = self.worker_id.rpartition(":")
-        row = {"worker_id": self.worker_id, "host": host or socket.gethostname(),
-               "pid": int(pid) if pid.isdigit() else os.getpid(), "state": state,
-               "started_at": self._started_at, "heartbeat_at": now,
+        holder = parse_holder(self.worker_id)
+        store = self.runtime.store
+        try:  # in the store's time, as leases are; the offset names a skewed clock
+            offset = store.clock_offset_s()
+        except Exception as exc:
+            log.warning("worker %s could not read the store's clock: %s", self.worker_id, exc)
+            offset = 0.0
+        row = {"worker_id": self.worker_id, "host": holder.host or socket.gethostname(),
+               "pid": os.getpid() if holder.pid is None else holder.pid, "state": state,
+               "started_at": self._started_at + offset, "heartbeat_at": self._beat_at + offset,
                "data": {"concurrency": self.concurrency, "held": self._held,
+                        "clock_offset_s": round(-offset, 3),
                         "agents": sorted(self.runtime.agents),
                         "release_id": self.runtime.release_id,
                         "heartbeat_s": self.runtime.workers.lease_ttl_s / 3}}
@@ -267,7 +275,9 @@ def _run_data(runtime: Runtime, run_id: str) -> dict[str, Any]:
 
 def live_workers(rows: list[dict[str, Any]], now: float | None = None) -> list[dict[str, Any]]:
     """The ``workers`` rows as ``workers list`` shows them: each with ``alive`` (its last
-    heartbeat is at most three heartbeats old and it has not stopped), newest first."""
+    heartbeat is at most three heartbeats old and it has not stopped), newest first, and
+    ``clock_skew_s``: how far its clock is from the store's (None within ``CLOCK_SKEW_S``).
+    ``now``: the store's time (heartbeats are written in it)."""
     now = time.time() if now is None else now
     shown = []
     for row in sorted(rows, key=lambda r: r["heartbeat_at"], reverse=True):
@@ -280,5 +290,13 @@ def live_workers(rows: list[dict[str, Any]], now: float | None = None) -> list[d
                       "heartbeat_at": row["heartbeat_at"],
                       "heartbeat_age_s": round(now - row["heartbeat_at"], 3),
                       "concurrency": data.get("concurrency"), "held": data.get("held", []),
-                      "agents": data.get("agents", [])})
+                      "agents": data.get("agents", []),
+                      "clock_skew_s": _skew(data.get("clock_offset_s"))})
     return shown
+
+
+def _skew(offset: Any) -> float | None:
+    """A worker's clock offset from the store's, when it is worth naming."""
+    if isinstance(offset, int | float) and abs(offset) > CLOCK_SKEW_S:
+        return float(offset)
+    return None

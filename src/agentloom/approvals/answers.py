@@ -63,8 +63,10 @@ async def expire_due(store: Store, commit: Commit, now: float | None = None,
                      ) -> list[ApprovalRecord]:
     """Expire every ``pending`` approval whose deadline is at or before ``now``: its default
     answer applies (the run is re-queued as ``answer`` does). One that is answered meanwhile
-    keeps its answer and is left out. Returns the expired records, earliest deadline first."""
-    now = time.time() if now is None else now
+    keeps its answer and is left out. Returns the expired records, earliest deadline first.
+    ``now``: by default the store's time (a worker whose clock is ahead expires nothing
+    early)."""
+    now = store.now() if now is None else now
     due = sorted((ApprovalRecord.from_row(r) for r in store.query("approvals",
                                                                    {"status": "pending"})),
                  key=lambda r: (r.deadline or 0.0, r.operation_id))

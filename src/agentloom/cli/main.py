@@ -304,7 +304,8 @@ def runs_resume(
     runtime = runtime_from_config(load_config(config or _recorded_config(run)), store=url)
     if force and run.status in ("running", "suspended"):
         doubled = runtime.in_flight(run_id)
-        if doubled and (run.status == "suspended" or not is_interrupted(run)):
+        if doubled and (run.status == "suspended"
+                        or not is_interrupted(run, runtime.store.now())):
             calls = ", ".join(f"{op.capability_key} (op {op.operation_id}, {op.phase})"
                               for op in doubled)
             say(stderr_console(), f"warning: taking run {run_id} over from "
@@ -465,10 +466,11 @@ def runs_stop(
     url = resolve_store_url(store, config)
     with _store(url, None) as opened:
         run = get_run(opened, run_id)
+        store_now = opened.now()
     if run is None:
         raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
     previous = run.status
-    if previous == "running" and config is None and is_interrupted(run):
+    if previous == "running" and config is None and is_interrupted(run, store_now):
         # Nothing drives it: finish it here, as cancelled, with the config it started from.
         config = _recorded_config(run)
     if config is not None:

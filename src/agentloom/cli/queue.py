@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -95,7 +94,8 @@ def workers_list(
     url = resolve_store_url(store, config)
     opened = open_existing_store(url, read_only=True)
     try:
-        shown = live_workers(opened.query("workers"))
+        now = opened.now()  # heartbeats are in the store's time
+        shown = live_workers(opened.query("workers"), now)
     finally:
         opened.close()
     if not all_:
@@ -106,11 +106,13 @@ def workers_list(
     out = stdout_console()
     if not shown:
         say(out, f"no live worker on {redact_secrets(url)}")
-    now = time.time()
     for w in shown:
         held = ", ".join(w["held"]) or "no run"
+        skew = w["clock_skew_s"]
+        clock = "" if skew is None else (
+            f"  its clock is {abs(skew):.0f}s {'ahead of' if skew > 0 else 'behind'} the store's")
         say(out, f"{w['worker_id']}  {w['state']}  heartbeat {now - w['heartbeat_at']:.0f}s ago  "
-            f"up to {w['concurrency']} at once  holds {held}")
+            f"up to {w['concurrency']} at once  holds {held}{clock}")
     raise typer.Exit(EXIT_OK)
 
 

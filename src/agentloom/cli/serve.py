@@ -24,10 +24,12 @@ from agentloom.squad.configured import runtime_from_config
 if TYPE_CHECKING:
     from agentloom.host.driver import RunDriver
 
-__all__ = ["GRACE_S", "KEEP_ALIVE_S", "serve"]
+__all__ = ["GRACE_S", "KEEP_ALIVE_S", "MAX_BODY_BYTES", "serve"]
 
 GRACE_S = 10  # on SIGTERM, open requests (an event stream of a waiting run) get this long,
 # then the worker process as long to give its runs back before it is killed
+MAX_BODY_BYTES = 8 * 1024 * 1024  # --max-body-bytes: host.limits.MAX_BODY_BYTES (not imported
+# here: the host loads for this command only)
 KEEP_ALIVE_S = 75  # an idle connection is kept this long: longer than clients (httpx: 5 s) and
 # proxies (nginx, load balancers: 60 s) keep theirs, so they close first and never send a
 # request on a connection the server is closing at that moment
@@ -47,6 +49,10 @@ def serve(
         help="The most runs its worker process drives at once.")] = 1,
     no_execute: Annotated[bool, typer.Option(
         "--no-execute", help="Only queue runs: agentloom worker processes drive them.")] = False,
+    max_body_bytes: Annotated[int, typer.Option(
+        "--max-body-bytes", metavar="N", min=1,
+        help="The largest request body taken, in bytes; a larger one is refused (413) "
+             "before it is read.")] = MAX_BODY_BYTES,
 ) -> None:
     """Serve the HTTP API (/v1/runs, SSE events, /openapi.json) for the agents of CONFIG.
 
@@ -69,7 +75,8 @@ def serve(
     if not no_execute and drivers.shareable(runtime):
         driver = drivers.WorkerProcess(config, str(runtime.store_url), concurrency=concurrency,
                                        grace_s=GRACE_S)
-    app = create_app(runtime, execute=not no_execute, concurrency=concurrency, driver=driver)
+    app = create_app(runtime, execute=not no_execute, concurrency=concurrency, driver=driver,
+                     max_body_bytes=max_body_bytes)
     how = ("runs driven by agentloom worker processes" if no_execute
            else f"a worker process drives up to {concurrency} run(s) at once" if driver
            else f"driving up to {concurrency} run(s) at once in this process (memory store)")

@@ -10,8 +10,9 @@ Why not the SDK's ``DefaultRequestHandler``: it keeps tasks in a ``TaskStore`` a
 ``AgentExecutor`` in this process, so a task would live twice (the SDK's copy and the run) and
 a restart would lose the executor's part. Here the run is the only truth: ``SendMessage``
 queues a run (any worker drives it), ``GetTask`` / ``ListTasks`` read the run's row, streams
-follow the row (every ``POLL_S``), ``CancelTask`` is ``Runtime.stop``. Nothing is kept in
-memory, so a task survives a restart of the server, and every replica answers alike.
+follow the row (every ``POLL_S``; they end once the request's API key is revoked),
+``CancelTask`` is ``Runtime.stop``. Nothing is kept in memory, so a task survives a restart of
+the server, and every replica answers alike.
 
 A message with a ``taskId`` continues that task: one waiting for an answer
 (``INPUT_REQUIRED``) takes a data part ``{"approve": true|false, "reason"?, "operation_id"?}``
@@ -22,15 +23,14 @@ Every method acts for the request's principal only (``context.state["principal"]
 ``host.a2a_routes``): another owner's task is ``TaskNotFoundError``, exactly as a missing one.
 
 Owns: the methods' semantics. Does not own the wire (the SDK), the mapping
-(``host.a2a_tasks``) nor authentication (``host.a2a_routes``).
+(``host.a2a_tasks``), the listing (``host.a2a_list``, run in a worker thread) nor
+authentication (``host.a2a_routes``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, Mapping
@@ -59,9 +59,10 @@ from a2a.types import (
     TaskState,
     TaskStatusUpdateEvent,
 )
-from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import (
+    A2AError,
     ExtendedAgentCardNotConfiguredError,
+    InternalError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
@@ -69,18 +70,23 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 from a2a.utils.task import apply_history_length, validate_history_length, validate_page_size
+from anyio import to_thread
 from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
 
 from agentloom.agent.runtime import Runtime
-from agentloom.errors import AgentLoomError
+from agentloom.errors import AgentLoomError, StoreError
+from agentloom.host.a2a_list import check_status, list_tasks
 from agentloom.host.a2a_tasks import INTERRUPTED, TERMINAL, facts_of, state_of, task_of, text_of
-from agentloom.host.access import owns
+from agentloom.host.access import key_still_valid, owns
 from agentloom.refs import Principal
 
-__all__ = ["PRINCIPAL", "WORKER", "RunRequestHandler"]
+__all__ = ["PRINCIPAL", "REQUEST", "WORKER", "RunRequestHandler"]
+
+log = logging.getLogger(__name__)
 
 PRINCIPAL = "agentloom.principal"  # ``ServerCallContext.state`` keys (``host.a2a_routes``)
 WORKER = "agentloom.worker"
+REQUEST = "agentloom.request"  # the starlette ``Request``: its headers, query, parsed body
 POLL_S = 0.2
 WAIT_S = 600.0  # the longest a blocking SendMessage waits before it answers the task as it is
 CANCEL_WAIT_S = 10.0  # the longest CancelTask waits for the run to end
@@ -114,7 +120,7 @@ class RunRequestHandler(RequestHandler):
         first = apply_history_length(self._task(run_id), _history(params))
         _wake(context)  # after the first event is read: a new task streams as submitted first
         yield first
-        async for event in self._follow(first):
+        async for event in self._follow(first, context):
             yield event
 
     async def _accept(self, params: SendMessageRequest, context: ServerCallContext) -> str:
@@ -135,7 +141,7 @@ class RunRequestHandler(RequestHandler):
                                                    facts=facts_of(message,
                                                                   context_id=context_id))
             except AgentLoomError as exc:
-                raise InvalidParamsError(message=f"{exc.code}: {exc}") from None
+                raise _refused(exc) from None
         return run_id
 
     def _agent(self, params: SendMessageRequest) -> str:
@@ -171,7 +177,7 @@ class RunRequestHandler(RequestHandler):
         try:
             await self.runtime.supplement(run_id, text)
         except AgentLoomError as exc:
-            raise UnsupportedOperationError(message=f"{exc.code}: {exc}") from None
+            raise _refused(exc, UnsupportedOperationError) from None
 
     async def _answer(self, row: Mapping[str, Any], message: Message,
                       principal: Principal) -> None:
@@ -195,7 +201,7 @@ class RunRequestHandler(RequestHandler):
                           reason=reason if isinstance(reason, str) else None,
                           actor=principal.actor)
             except AgentLoomError as exc:
-                raise InvalidParamsError(message=f"{exc.code}: {exc}") from None
+                raise _refused(exc) from None
 
     # -- tasks ------------------------------------------------------------------------------
     @validate_request_params
@@ -211,33 +217,9 @@ class RunRequestHandler(RequestHandler):
         validate_history_length(params)
         if params.HasField("page_size"):
             validate_page_size(params.page_size)
-        principal = _principal(context)
-        rows = self.runtime.store.query("runs", {"actor": principal.actor,
-                                                 "project": principal.project})
-        tasks = [task_of(r) for r in rows]
-        if params.context_id:
-            tasks = [t for t in tasks if t.context_id == params.context_id]
-        if params.status:
-            tasks = [t for t in tasks if t.status.state == params.status]
-        if params.HasField("status_timestamp_after"):
-            after_ns = params.status_timestamp_after.ToNanoseconds()
-            tasks = [t for t in tasks if t.status.timestamp.ToNanoseconds() >= after_ns]
-        tasks.sort(key=_position, reverse=True)  # the latest change first
-        if params.page_token:
-            cursor = _cursor(params.page_token)
-            tasks_after = [t for t in tasks if _position(t) < cursor]
-        else:
-            tasks_after = tasks
-        size = params.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
-        page = tasks_after[:size]
-        response = ListTasksResponse(total_size=len(tasks), page_size=size)
-        if len(tasks_after) > size:
-            response.next_page_token = _token(_position(page[-1]))
-        for task in page:
-            if not params.include_artifacts:
-                task.ClearField("artifacts")
-            response.tasks.append(apply_history_length(task, params))
-        return response
+        check_status(params, await _said_status(context))
+        return await to_thread.run_sync(list_tasks, self.runtime.store, _principal(context),
+                                        params)
 
     @validate_request_params
     async def on_cancel_task(self, params: CancelTaskRequest,
@@ -259,16 +241,22 @@ class RunRequestHandler(RequestHandler):
                 message=f"task {params.id} is {TaskState.Name(task.status.state)}: nothing "
                         "more will happen to it (GetTask reads it)")
         yield task
-        async for event in self._follow(task):
+        async for event in self._follow(task, context):
             yield event
 
-    async def _follow(self, last: Task) -> AsyncGenerator[Event]:
+    async def _follow(self, last: Task, context: ServerCallContext) -> AsyncGenerator[Event]:
         """The task's changes after ``last``, until it ended or (after a change) asks for
-        input: a status update per change, the output artifact before ``COMPLETED``."""
+        input: a status update per change, the output artifact before ``COMPLETED``. It ends
+        too, at its next poll, once the request's API key is revoked."""
         if last.status.state in TERMINAL:
             return
+        request = context.state.get(REQUEST)  # none: a caller in process, not over HTTP
+        authorized = (key_still_valid(self.runtime.store, request.headers.get("authorization"))
+                      if request is not None else lambda: True)
         while True:
             await asyncio.sleep(self.poll_s)
+            if not authorized():
+                return
             row = self.runtime.store.get("runs", {"run_id": last.id})
             if row is None:
                 return
@@ -355,23 +343,25 @@ def _history(params: SendMessageRequest) -> Any:
     return params.configuration if params.HasField("configuration") else None
 
 
-def _position(task: Task) -> tuple[int, str]:
-    return task.status.timestamp.ToNanoseconds(), task.id
+async def _said_status(context: ServerCallContext) -> Any:
+    """The status filter as the request gave it: the query parameter (HTTP+JSON), or
+    ``params.status`` of the JSON-RPC body (already parsed, and kept, by the SDK)."""
+    request = context.state.get(REQUEST)
+    if request is None:
+        return None
+    if request.method == "GET":
+        return request.query_params.get("status")
+    body = await request.json()
+    said = body.get("params") if isinstance(body, dict) else None
+    return said.get("status") if isinstance(said, dict) else None
 
 
-def _token(position: tuple[int, str]) -> str:
-    raw = json.dumps(list(position)).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _cursor(token: str) -> tuple[int, str]:
-    """The position a page token names; ``InvalidParamsError`` for one this server did not
-    give."""
-    try:
-        stamp, task_id = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        if isinstance(stamp, bool) or not isinstance(stamp, int) or not isinstance(task_id, str):
-            raise ValueError(token)
-    except (ValueError, TypeError, binascii.Error):
-        raise InvalidParamsError(message="pageToken is not a token this server gave (use "
-                                 "nextPageToken of the previous page as it is)") from None
-    return stamp, task_id
+def _refused(exc: AgentLoomError,
+             kind: type[A2AError] = InvalidParamsError) -> A2AError:
+    """The A2A error for a refusal of the runtime: its code and message — but a commit that
+    failed is the server's failure (logged), and its message, which names the store, is not
+    sent."""
+    if exc.code == StoreError.default_code:
+        log.error("an A2A request failed in the store", exc_info=exc)
+        return InternalError(message="the server failed on this request; it was logged")
+    return kind(message=f"{exc.code}: {exc}")

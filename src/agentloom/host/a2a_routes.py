@@ -49,7 +49,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentloom.agent.runtime import Runtime
-from agentloom.host.a2a_handler import PRINCIPAL, WORKER, RunRequestHandler
+from agentloom.host.a2a_handler import PRINCIPAL, REQUEST, WORKER, RunRequestHandler
 from agentloom.host.access import principal_of
 from agentloom.host.problems import Problem, problem_response
 from agentloom.store import Store
@@ -107,12 +107,14 @@ def agent_card(runtime: Runtime, base_url: str) -> AgentCard:
 
 
 class _Contexts(DefaultServerCallContextBuilder):
-    """The SDK's call context, with the authenticated principal and this process's worker."""
+    """The SDK's call context, with the authenticated principal, this process's worker and
+    the request (a stream checks its key again; ``ListTasks`` reads the status it was given)."""
 
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
         context.state[PRINCIPAL] = request.scope[PRINCIPAL]
         context.state[WORKER] = getattr(request.app.state, "worker", None)
+        context.state[REQUEST] = request
         return context
 
 

@@ -10,11 +10,12 @@ agents over A2A 1.0 (``/.well-known/agent-card.json``, ``/a2a``: ``host.a2a_rout
 Every ``/v1`` route authenticates (``Authorization: Bearer KEY``) and acts for that key's
 principal only. Every failure is a problem-details response (``host.problems``): a route's
 ``AgentLoomError`` keeps its code, an unknown route or method is one too, and an unexpected
-exception is a bare 500 (logged, no traceback in the answer). The app's lifespan starts the
-``RunDriver`` that drives the queued runs (``host.driver``: a child ``agentloom worker``
-process under ``agentloom serve``, else a ``Worker`` on this loop) and stops it gracefully on
-shutdown (its runs go back to the queue at their next step); without one, ``agentloom worker``
-processes drive them.
+exception is a bare 500 (logged, no traceback in the answer). A request body over the limit
+(``host.limits``, 8 MiB by default) is a 413, refused before it is read whole. The app's
+lifespan starts the ``RunDriver`` that drives the queued runs (``host.driver``: a child
+``agentloom worker`` process under ``agentloom serve``, else a ``Worker`` on this loop) and
+stops it gracefully on shutdown (its runs go back to the queue at their next step); without
+one, ``agentloom worker`` processes drive them.
 
 Owns: routing, authentication per request, error mapping, the lifespan. Does not own what the
 routes do (``routes_runs``, ``events``, ``workspace``).
@@ -30,6 +31,7 @@ from importlib.metadata import version as package_version
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -38,6 +40,7 @@ from agentloom.agent.runtime import Runtime
 from agentloom.host import events, routes_commands, routes_runs, workspace
 from agentloom.host.access import principal_of
 from agentloom.host.driver import InProcessDriver, RunDriver
+from agentloom.host.limits import MAX_BODY_BYTES, BodyLimit
 from agentloom.host.openapi import openapi_document
 from agentloom.host.problems import Problem, from_error, problem_response
 from agentloom.host.ui import inspector_app
@@ -140,13 +143,15 @@ def _routes() -> list[BaseRoute]:
 
 
 def create_app(runtime: Runtime, *, execute: bool = True, concurrency: int = 1,
-               wait_s: float = routes_runs.WAIT_S, driver: RunDriver | None = None) -> Starlette:
+               wait_s: float = routes_runs.WAIT_S, driver: RunDriver | None = None,
+               max_body_bytes: int = MAX_BODY_BYTES) -> Starlette:
     """The host on ``runtime``, showing runs as ``runs show`` does (``agent.views``).
     ``driver`` drives the queued runs while the app is up (``host.driver``: ``agentloom
     serve`` passes a ``WorkerProcess``); without one, ``execute`` runs an ``InProcessDriver``
     (a ``Worker`` of ``concurrency`` on the app's loop) and ``execute=False`` none.
-    ``wait_s``: the longest a ``"wait": true`` create waits. The runtime is closed when the
-    app shuts down."""
+    ``wait_s``: the longest a ``"wait": true`` create waits. ``max_body_bytes``: the largest
+    request body taken (``host.limits``: a larger one is a 413, never read whole). The runtime
+    is closed when the app shuts down."""
     if driver is None and execute:
         driver = InProcessDriver(runtime, concurrency=concurrency)
 
@@ -166,6 +171,7 @@ def create_app(runtime: Runtime, *, execute: bool = True, concurrency: int = 1,
     from agentloom.host.a2a_routes import a2a_routes  # the A2A SDK: only for an app, not the CLI
 
     app = Starlette(routes=[*_routes(), *a2a_routes(runtime)], lifespan=lifespan,
+                    middleware=[Middleware(BodyLimit, max_bytes=max_body_bytes)],
                     exception_handlers={HTTPException: _http_problem, Exception: _internal})
     app.state.runtime = runtime
     app.state.wait_s = wait_s

@@ -302,7 +302,7 @@ def _paths(agents: list[str] | None, workflows: list[str] | None) -> dict[str, A
             params=(_RUN_ID, {"name": "Last-Event-ID", "in": "header",
                               "description": "the id of the last event received (empty: "
                               "from the start)", "schema": {"type": "string",
-                                                            "pattern": "^[0-9]*$"}}),
+                                                            "pattern": "^[0-9]{0,18}$"}}),
             extra={"400": _problem("a bad Last-Event-ID")}, op_id="runEvents")},
         "/v1/runs/{run_id}/workspace": {"get": _op(
             "The files of the run's workspace", _json("WorkspaceListing", "relative paths"),
@@ -335,6 +335,16 @@ def _paths(agents: list[str] | None, workflows: list[str] | None) -> dict[str, A
     }
 
 
+def _with_body_limit(paths: dict[str, Any]) -> dict[str, Any]:
+    """Every POST may be refused for its body's size (``host.limits``)."""
+    for item in paths.values():
+        if "post" in item:
+            item["post"]["responses"]["413"] = _problem(
+                "a request body over the server's limit (BODY_TOO_LARGE; agentloom serve "
+                "--max-body-bytes, default 8 MiB)")
+    return paths
+
+
 def openapi_document(version: str, *, agents: list[str] | None = None,
                      workflows: list[str] | None = None) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the host at package ``version``; ``agents`` /
@@ -347,7 +357,7 @@ def openapi_document(version: str, *, agents: list[str] | None = None,
                  " Errors are RFC 9457 problem details with the CLI's error codes."},
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
         "security": [{"bearer": []}],
-        "paths": _paths(agents, workflows),
+        "paths": _with_body_limit(_paths(agents, workflows)),
         "components": {
             "schemas": SCHEMAS,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",

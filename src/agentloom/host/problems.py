@@ -22,7 +22,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from agentloom.errors import AgentLoomError, ConfigError, redact_secrets
+from agentloom.errors import AgentLoomError, ConfigError, StoreError, redact_secrets
 
 __all__ = ["MEDIA_TYPE", "Problem", "from_error", "not_found_run", "problem_response"]
 
@@ -48,6 +48,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "WORKSPACE_UNAVAILABLE": 404,
     "NOT_A_FILE": 404,
     "FILE_TOO_LARGE": 413,
+    "BODY_TOO_LARGE": 413,
     "METHOD_NOT_ALLOWED": 405,
     "STORE_UNAVAILABLE": 503,
     "INTERNAL_ERROR": 500,
@@ -84,10 +85,11 @@ def not_found_run(run_id: str) -> Problem:
 
 def from_error(exc: Exception) -> Problem:
     """The problem for an exception a route let through: an ``AgentLoomError`` keeps its code
-    (``ConfigError``: 400); anything else is a bare 500, logged with its traceback."""
+    (``ConfigError``: 400); anything else — and a commit that failed (``STORE_FAILED``: its
+    message names the store) — is a bare 500, logged with its traceback."""
     if isinstance(exc, Problem):
         return exc
-    if isinstance(exc, AgentLoomError):
+    if isinstance(exc, AgentLoomError) and exc.code != StoreError.default_code:
         status = 400 if isinstance(exc, ConfigError) else STATUS_OF_CODE.get(exc.code, CONFLICT)
         return Problem(status, exc.code, exc.error.message)
     log.error("the host failed on a request", exc_info=exc)

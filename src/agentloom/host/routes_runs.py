@@ -6,6 +6,9 @@ principal's runs; another owner's run is the same 404 as a missing one. Views re
 a run is ``run_detail`` without its ``operations`` (they have their own route), with
 ``actor`` and ``project``.
 
+What reads more than a row or two — a run's view, its operations, a page of runs — reads in
+a worker thread, never on the event loop.
+
 Owns: the run routes' request parsing and responses. Does not own running anything (the
 ``Runtime``), the SSE stream (``host.events``) nor workspace files (``host.workspace``).
 """
@@ -19,6 +22,7 @@ import json
 import time
 from typing import Any
 
+from anyio import to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -106,7 +110,7 @@ async def _settle(store: Store, run_id: str, wait_s: float) -> None:
 async def get_run_view(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
     """``GET /v1/runs/{run_id}``."""
     run = owned_run(runtime.store, request.path_params["run_id"], principal)
-    return JSONResponse(run_view(runtime.store, run.run_id))
+    return JSONResponse(await to_thread.run_sync(run_view, runtime.store, run.run_id))
 
 
 async def list_runs(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
@@ -124,21 +128,31 @@ async def list_runs(request: Request, runtime: Runtime, principal: Principal) ->
         where["agent"] = query["agent"]
     limit = _limit(query.get("limit"))
     after = _cursor(query["cursor"]) if query.get("cursor") else None
-    rows = runtime.store.query("runs", where, order_by=("created_at", "run_id"),
-                               descending=True)
+    return JSONResponse(await to_thread.run_sync(_runs_page, runtime.store, where, limit, after))
+
+
+def _runs_page(store: Store, where: dict[str, Any], limit: int,
+               after: tuple[float, str] | None) -> dict[str, Any]:
+    """A page of runs (in a worker thread: it reads the store): every matching run's id and
+    creation time, then the rows of the page's runs only."""
+    keys = store.query("runs", where, order_by=("created_at", "run_id"), descending=True,
+                       columns=("run_id", "created_at"))
     if after is not None:
-        rows = [r for r in rows if (r["created_at"], r["run_id"]) < after]
-    page = rows[:limit]
-    more = len(rows) > limit
-    items = [_summary(RunRecord.from_row(r, lenient=True)) for r in page]
-    next_cursor = _encode_cursor(page[-1]) if more and page else None
-    return JSONResponse({"items": items, "next_cursor": next_cursor})
+        keys = [k for k in keys if (k["created_at"], k["run_id"]) < after]
+    page = keys[:limit]
+    rows = [row for k in page if (row := store.get("runs", {"run_id": k["run_id"]})) is not None
+            and all(row.get(c) == v for c, v in where.items())]  # as it is now
+    now = store.now()
+    items = [_summary(RunRecord.from_row(r, lenient=True), now) for r in rows]
+    next_cursor = _encode_cursor(page[-1]) if len(keys) > limit and page else None
+    return {"items": items, "next_cursor": next_cursor}
 
 
-def _summary(run: RunRecord) -> dict[str, Any]:
-    """A run in a list: what ``agentloom runs list --json`` gives, with its output."""
+def _summary(run: RunRecord, now: float) -> dict[str, Any]:
+    """A run in a list: what ``agentloom runs list --json`` gives, with its output (``now``:
+    the store's time)."""
     return {"run_id": run.run_id,
-            "status": "interrupted" if is_interrupted(run) else run.stored_status,
+            "status": "interrupted" if is_interrupted(run, now) else run.stored_status,
             "agent": run.agent, "created_at": run.created_at, "updated_at": run.updated_at,
             "task": views.excerpt(run.task), "output": run.output}
 
@@ -175,10 +189,12 @@ async def list_operations(request: Request, runtime: Runtime,
                           principal: Principal) -> JSONResponse:
     """``GET /v1/runs/{run_id}/operations``: as ``runs show --json`` gives them."""
     run = owned_run(runtime.store, request.path_params["run_id"], principal)
-    detail = views.operation_detail
-    items = [detail(runtime.store, op)
-             for op in operations(runtime.store, run.run_id, lenient=True)]
-    return JSONResponse({"run_id": run.run_id, "items": items})
+
+    def items() -> list[dict[str, Any]]:  # every operation of the run: off the loop
+        return [views.operation_detail(runtime.store, op)
+                for op in operations(runtime.store, run.run_id, lenient=True)]
+
+    return JSONResponse({"run_id": run.run_id, "items": await to_thread.run_sync(items)})
 
 
 def _control(runtime: Runtime, run_id: str) -> JSONResponse:

@@ -4,7 +4,9 @@ The folder is the run's own workspace scope (``workspace.scope``: found by its r
 store, never from a path the caller gives); a file is opened beneath it with the workspace
 layer's resolution (``workspace.paths``: ``parse_path`` + ``Beneath``: openat2
 ``RESOLVE_BENEATH`` or the no-symlink walk), so ``..``, an absolute path or a symlink out of
-it is refused, never read. Answers name relative paths only, never the host folder.
+it is refused, never read. Answers name relative paths only, never the host folder. The walk of
+the folder and the read of a file run in a worker thread, never on the event loop that answers
+every other request.
 
 Owns: listing and reading a run's workspace over HTTP. Does not own the workspace's layout or
 its path rules (``workspace``).
@@ -17,6 +19,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from anyio import to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -85,7 +88,8 @@ async def list_workspace(request: Request, runtime: Runtime,
     """``GET /v1/runs/{run_id}/workspace``: ``{"run_id", "files": [{path, size,
     modified_at}]}``."""
     run = owned_run(runtime.store, request.path_params["run_id"], principal)
-    return JSONResponse({"run_id": run.run_id, "files": _listing(run_folder(runtime, run.run_id))})
+    files = await to_thread.run_sync(lambda: _listing(run_folder(runtime, run.run_id)))
+    return JSONResponse({"run_id": run.run_id, "files": files})
 
 
 def _read(folder: Path, raw: str) -> bytes:
@@ -115,13 +119,13 @@ async def read_workspace_file(request: Request, runtime: Runtime,
                               principal: Principal) -> Response:
     """``GET /v1/runs/{run_id}/workspace/{path}``: one file's bytes."""
     run = owned_run(runtime.store, request.path_params["run_id"], principal)
-    folder = run_folder(runtime, run.run_id)
+    folder = await to_thread.run_sync(run_folder, runtime, run.run_id)
     raw = request.path_params["path"]
     if not raw:  # ``…/workspace/`` (also what a client makes of ``…/workspace/.``)
         raise Problem(404, "FILE_NOT_FOUND", "no file at an empty path; GET "
                       f"/v1/runs/{run.run_id}/workspace lists the files")
     try:
-        data = _read(folder, raw)
+        data = await to_thread.run_sync(_read, folder, raw)
     except WorkspaceError as exc:
         if exc.code == "IO_ERROR":  # the host's failure, not the request's: a logged 500
             raise RuntimeError(f"reading {raw!r} of run {run.run_id!r} failed") from exc

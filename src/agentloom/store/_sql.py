@@ -17,6 +17,7 @@ from typing import Any
 from agentloom.canonical import canonical_json
 from agentloom.errors import FencedOut, RevisionConflict, StoreError
 from agentloom.store._readonly import RefusingWriter, check_version, not_found
+from agentloom.store.clock import StoreClock
 from agentloom.store.ports import (
     Claimed,
     Delete,
@@ -45,12 +46,15 @@ class SqlStore:
     durable: bool = True
     placeholder = "?"
     integrity_errors: tuple[type[BaseException], ...] = ()
+    #: One row, one column: the store's time in seconds since the epoch (``store.clock``).
+    now_sql = "SELECT (julianday('now') - 2440587.5) * 86400.0"
 
     def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.url = url
         self.read_only = read_only
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
+        self._clock = StoreClock(lambda: float(self._read(self.now_sql, ())[0][0]))
         # Keyed by the columns *in order*: the values are bound in the row's order.
         self._sql_cache: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._query_cache: dict[tuple[Any, ...], str] = {}
@@ -342,7 +346,7 @@ class SqlStore:
     def claim_run(self, run_id: str, owner: str, ttl_s: float, *,
                   only_if_expired: bool = False, expect_epoch: int | None = None) -> int:
         p = self.placeholder
-        now = time.time()
+        now = self.now()
         held = f" AND COALESCE(lease_expires_at, 0) < {p}" if only_if_expired else ""
         conditions: tuple[Any, ...] = (now,) if only_if_expired else ()
         if expect_epoch is not None:
@@ -381,7 +385,8 @@ class SqlStore:
                    worker_cap: int, agent_caps: Mapping[str, int] | None = None,
                    release_id: str | None = None, now: float | None = None) -> Claimed | None:
         req = claim_request(worker_id, ttl_s, agents=agents, worker_cap=worker_cap,
-                            agent_caps=agent_caps, release_id=release_id, now=now)
+                            agent_caps=agent_caps, release_id=release_id,
+                            now=self.now() if now is None else now)
         if not req.agents:
             return None
         with self._write_lock:
@@ -422,6 +427,14 @@ class SqlStore:
             return None
         return int(rows[0][1])
 
+    def now(self) -> float:
+        """The store's time (``store.clock``): leases are written and judged in it."""
+        return self._clock.now()
+
+    def clock_offset_s(self) -> float:
+        """The store's time minus this process's clock."""
+        return self._clock.offset_s()
+
     def _read(self, sql: str, params: Sequence[Any]) -> list[Any]:
         with self._read_lock:
             cur = self._reader.cursor()
@@ -433,10 +446,11 @@ class SqlStore:
             finally:
                 cur.close()
 
-    def _decode(self, t: Table, row: Sequence[Any]) -> dict[str, Any]:
-        out = dict(zip(t.columns, row, strict=True))
+    def _decode(self, t: Table, row: Sequence[Any],
+                columns: Sequence[str] | None = None) -> dict[str, Any]:
+        out = dict(zip(t.columns if columns is None else columns, row, strict=True))
         for column, is_json in _decoded(t):
-            value = out[column]
+            value = out.get(column)
             if value is not None:
                 out[column] = json.loads(value) if is_json else bytes(value)
         return out
@@ -456,26 +470,28 @@ class SqlStore:
         order_by: Sequence[str] = (),
         descending: bool = False,
         limit: int | None = None,
+        columns: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
         t = table(table_name)
         where = where or {}
+        selected = t.columns if columns is None else tuple(columns)
         # a query's text depends on its shape only (the columns it filters on, which of
-        # them are NULL, its order and limit): made once per shape
+        # them are NULL, its order, limit and the columns it reads): made once per shape
         shape = (table_name, tuple((c, v is None) for c, v in where.items()), tuple(order_by),
-                 descending, limit)
+                 descending, limit, selected)
         sql = self._query_cache.get(shape)
         if sql is None:
             sql = self._query_cache[shape] = self._query_sql(t, where, order_by, descending,
-                                                             limit)
+                                                             limit, selected)
         params = [v for v in where.values() if v is not None]
-        return [self._decode(t, row) for row in self._read(sql, params)]
+        return [self._decode(t, row, selected) for row in self._read(sql, params)]
 
     def _query_sql(self, t: Table, where: Mapping[str, Any], order_by: Sequence[str],
-                   descending: bool, limit: int | None) -> str:
-        for column in [*where, *order_by]:
+                   descending: bool, limit: int | None, selected: Sequence[str]) -> str:
+        for column in [*where, *order_by, *selected]:
             if column not in t.columns:
                 raise ValueError(f"table {t.name!r} has no column {column!r}")
-        sql = f"SELECT {', '.join(t.columns)} FROM {t.name}"
+        sql = f"SELECT {', '.join(selected)} FROM {t.name}"
         if where:
             clauses = [f"{column} IS NULL" if value is None else f"{column} = {self.placeholder}"
                        for column, value in where.items()]

@@ -242,21 +242,29 @@ class MemoryStore:
         order_by: Sequence[str] = (),
         descending: bool = False,
         limit: int | None = None,
+        columns: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
         t = table(table_name)
         where = where or {}
-        for column in [*where, *order_by]:
+        for column in [*where, *order_by, *(columns or ())]:
             if column not in t.columns:
                 raise ValueError(f"table {t.name!r} has no column {column!r}")
-        with self._lock:
-            rows = [
-                _loaded(table_name, r)
-                for r in self._candidates(table_name, where)
-                if all(r.get(c) == v for c, v in where.items())
-            ]
-        if order_by:
-            rows.sort(key=lambda r: tuple(r.get(c) for c in order_by), reverse=descending)
-        return rows[:limit] if limit is not None else rows
+        with self._lock:  # rows as stored (JSON as text): only the ones returned are loaded
+            found = [r for r in self._candidates(table_name, where)
+                     if all(r.get(c) == v for c, v in where.items())]
+            if order_by:
+                found.sort(key=lambda r: tuple(r.get(c) for c in order_by), reverse=descending)
+            found = found[:limit] if limit is not None else found
+            if columns is not None:
+                found = [{c: r.get(c) for c in columns} for r in found]
+            return [_loaded(table_name, r) for r in found]
+
+    def now(self) -> float:
+        """The store's time (``store.clock``): this process's, the store lives in it."""
+        return time.time()
+
+    def clock_offset_s(self) -> float:
+        return 0.0
 
     def claim_run(self, run_id: str, owner: str, ttl_s: float, *,
                   only_if_expired: bool = False, expect_epoch: int | None = None) -> int:
@@ -264,13 +272,13 @@ class MemoryStore:
             run = self._tables["runs"].get((run_id,))
             if run is None:
                 raise StoreError(f"run {run_id} does not exist", code="RUN_NOT_FOUND")
-            if only_if_expired and (run.get("lease_expires_at") or 0) >= time.time():
+            if only_if_expired and (run.get("lease_expires_at") or 0) >= self.now():
                 raise lease_held(run_id)
             if expect_epoch is not None and run["lease_epoch"] != expect_epoch:
                 raise lease_held(run_id)
             run["lease_epoch"] += 1
             run["lease_owner"] = owner
-            run["lease_expires_at"] = time.time() + ttl_s
+            run["lease_expires_at"] = self.now() + ttl_s
             return int(run["lease_epoch"])
 
     def claim_next(self, worker_id: str, ttl_s: float, *, agents: Collection[str],

@@ -138,7 +138,21 @@ class Store(Protocol):
         order_by: Sequence[str] = (),
         descending: bool = False,
         limit: int | None = None,
-    ) -> list[dict[str, Any]]: ...
+        columns: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The rows of ``table`` equal to ``where`` (``None``: IS NULL), in ``order_by``
+        order, at most ``limit``; ``columns``: only these columns of each row (a listing
+        reads no more than it needs: no JSON column it does not show is decoded)."""
+        ...
+
+    def now(self) -> float:
+        """The store's time, in seconds since the epoch (``store.clock``): leases and
+        heartbeats are written and judged in it, whatever this process's clock says."""
+        ...
+
+    def clock_offset_s(self) -> float:
+        """The store's time minus this process's clock (measured now and then)."""
+        ...
 
     def claim_run(self, run_id: str, owner: str, ttl_s: float, *,
                   only_if_expired: bool = False, expect_epoch: int | None = None) -> int:

@@ -99,6 +99,7 @@ class PostgresStore(SqlStore):
     Needs the ``postgres`` extra (psycopg)."""
 
     placeholder = "%s"
+    now_sql = "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"  # the server's clock
     _literal: Any  # the writer's client-side-binding cursor (see _commit_in_one_query)
 
     def __init__(self, url: str, *, read_only: bool = False) -> None:
