@@ -266,7 +266,8 @@ async def test_s6_2_server_log_messages_become_bus_observations(tmp_path: Path) 
 
 async def test_s6_2_a_call_past_its_timeout_is_cancelled_and_its_outcome_unknown(tmp_path: Path) -> None:
     pool = Pool(tmp_path)
-    tools = await pool.tools("lab", lab_stdio(timeout_s=0.3))
+    # timeout_s bounds the server's start and initialize too (issue #34, 5): room for both
+    tools = await pool.tools("lab", lab_stdio(timeout_s=5.0))
 
     with anyio.fail_after(NO_HANG_S):
         cut = await pool.call(tools["slow"], {"steps": 2000})  # 20 s of work

@@ -118,7 +118,8 @@ class _ServerBase(_Strict):
     (``MCP_VERSION_UNSUPPORTED``)."""
     timeout_s: StrictFloat | None = Field(default=None, gt=0)
     """A tool call's timeout (default: the run deadline); when it passes, the call is cancelled
-    with ``notifications/cancelled`` and its outcome is unknown."""
+    with ``notifications/cancelled`` and its outcome is unknown. It bounds every other step
+    with the server too (default 30 s): its start and handshake, each listing."""
 
 
 class StdioServerConfig(_ServerBase):

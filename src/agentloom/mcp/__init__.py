@@ -25,8 +25,8 @@ Does not own: hooks, recording or retries (the pipeline), the sandbox itself (``
 the configuration's shape (``config.mcp``).
 
 Modules: ``errors`` (codes), ``secrets``, ``launch`` (port + unconfined default),
-``profiles``, ``connection``, ``http_pool``, ``catalog``, ``pool``, ``handler``, ``resources``,
-``prompts``, ``discovery``.
+``profiles``, ``watch`` (step timeouts, a transport's end), ``connection``, ``http_pool``,
+``catalog``, ``pool``, ``handler``, ``resources``, ``prompts``, ``discovery``.
 """
 
 from agentloom.mcp.catalog import McpTool, capability_key, exposed_name, list_tools, select

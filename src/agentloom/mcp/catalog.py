@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from agentloom.catalog import DIALECT_2020_12, CapabilitySpec, legal_exposed_name
 from agentloom.config.mcp import HttpServerConfig, StdioServerConfig
 from agentloom.mcp.connection import McpConnection
+from agentloom.mcp.watch import bounded
 from agentloom.tools.sdk import ToolDescription
 from mcp import types as mt
 
@@ -181,12 +182,17 @@ def _tool(server: str, config: StdioServerConfig | HttpServerConfig, base_dir: P
 
 async def list_tools(connection: McpConnection, base_dir: Path) -> list[McpTool]:
     """Every tool ``connection``'s server lists, page after page, in its order (``base_dir``:
-    the config file's folder)."""
+    the config file's folder).
+
+    Raises:
+        McpError: ``MCP_STEP_TIMEOUT``, a page took longer than the server's ``timeout_s``.
+    """
     tools: list[McpTool] = []
     cursor: str | None = None
     for _ in range(MAX_PAGES):
         params = mt.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        page = await connection.session.list_tools(params=params)
+        with bounded(connection.server, connection.config, "tools/list"):
+            page = await connection.session.list_tools(params=params)
         tools.extend(_tool(connection.server, connection.config, base_dir, t) for t in page.tools)
         cursor = page.next_cursor
         if cursor is None:

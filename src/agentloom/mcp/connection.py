@@ -16,6 +16,13 @@ pauses the run (a 2026-07-28 server's ``input_required`` instead: ``profiles``).
 The same holds for ``roots/list`` over HTTP. Logging messages and ``list_changed`` become bus
 observations (``mcp.log``, ``mcp.list_changed``); a catalog already published is not changed.
 
+The handshake is bounded by the server's ``timeout_s`` (``watch.bounded``: else
+``CONNECT_TIMEOUT_S``; ``MCP_STEP_TIMEOUT`` naming the server, the step and the limit). The
+transport's end (the server exited) ends the connection at once (``watch.Watched``): it is no
+longer ``alive`` and is ``lost``, so the pool opens another for the next call instead of
+sending it nowhere. A line a stdio server writes that is not JSON-RPC is one warning naming
+the server, never a traceback; the session goes on.
+
 Owns: opening, holding and closing one session; the connection record. Does not own: which
 sessions a run holds (``pool``), tool calls (``handler``), the launcher (``launch``).
 """
@@ -32,7 +39,6 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import httpx2
 from mcp.client.context import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
@@ -46,8 +52,9 @@ from agentloom.mcp.errors import (
     McpError,
 )
 from agentloom.mcp.launch import LaunchContext, StdioLaunch
-from agentloom.mcp.profiles import declares_roots, handshake, log_level
+from agentloom.mcp.profiles import declares_roots, handshake, log_level, modern
 from agentloom.mcp.secrets import resolve_values, scrub
+from agentloom.mcp.watch import CONNECT_TIMEOUT_S, Watched, bounded
 from agentloom.telemetry import propagating, trace_headers_of_body
 from mcp import ClientSession, MCPError, stdio_client
 from mcp import types as mt
@@ -59,9 +66,6 @@ __all__ = ["CONNECT_TIMEOUT_S", "ConnectionRecord", "McpConnection", "Notifier",
            "open_connection"]
 
 log = logging.getLogger(__name__)
-
-CONNECT_TIMEOUT_S = 30.0
-"""How long starting a server and its handshake (``initialize`` / ``server/discover``) may take."""
 
 Notifier = Callable[[str, dict[str, Any]], None]
 """Told of what a server reports (``mcp.log``, ``mcp.list_changed``, ``mcp.progress``)."""
@@ -108,12 +112,22 @@ class McpConnection:
     """``notifications/tools/list_changed`` received: the catalog of a later runtime build
     differs, this run's does not."""
     _closing: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    _ended: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
     _task: asyncio.Task[None] | None = field(default=None, repr=False)
+    _closed: bool = field(default=False, repr=False)
 
     @property
     def alive(self) -> bool:
-        """The session's task still runs (the transport has not ended)."""
-        return self._task is not None and not self._task.done()
+        """The session still runs: neither closed nor ended by its transport (a server that
+        exited)."""
+        return self._task is not None and not self._task.done() and not self._closing.is_set()
+
+    @property
+    def lost(self) -> bool:
+        """The session ended without being closed: its server exited, or its transport
+        failed."""
+        return not self._closed and (self._ended.is_set() or (
+            self._task is not None and self._task.done()))
 
     def scrub(self, text: str) -> str:
         """``text`` without any resolved ``${VAR}`` value of this connection."""
@@ -122,6 +136,7 @@ class McpConnection:
     async def close(self) -> None:
         """Close the session and its transport (a stdio server: stdin closed, then SIGTERM /
         SIGKILL of its process group). Bounded; never raises."""
+        self._closed = True
         self._closing.set()
         if self._task is not None:
             with contextlib.suppress(BaseException):
@@ -150,8 +165,9 @@ async def open_connection(
 
     Raises:
         McpError: ``MCP_SECRET_MISSING``, ``MCP_CONNECT_FAILED`` (the process or URL could not
-            be reached, or the handshake failed or took longer than ``CONNECT_TIMEOUT_S``),
-            ``MCP_VERSION_UNSUPPORTED`` (the server cannot speak ``config.protocol``).
+            be reached, or the handshake failed), ``MCP_STEP_TIMEOUT`` (the handshake took
+            longer than ``watch.step_limit``), ``MCP_VERSION_UNSUPPORTED`` (the server cannot
+            speak ``config.protocol``).
         SandboxError: the launcher refused to start a stdio server.
     """
     where = f"mcp_servers.{server}"
@@ -170,19 +186,29 @@ async def open_connection(
         transport = None
         roots = None
     ready: asyncio.Future[McpConnection] = asyncio.get_running_loop().create_future()
-    closing = asyncio.Event()
+    closing, ended = asyncio.Event(), asyncio.Event()
+
+    def on_end() -> None:  # the transport ended: the session's task closes it at once
+        ended.set()
+        closing.set()
 
     async def on_log(params: mt.LoggingMessageNotificationParams) -> None:
         notify("mcp.log", {**base, "level": params.level, "logger": params.logger,
                            "data": params.data})
 
     holder: list[McpConnection] = []
+    garbled = [0]  # lines that were not JSON-RPC
 
     async def on_message(message: mt.ServerNotification | Exception) -> None:
         if isinstance(message, mt.ToolListChangedNotification):
             if holder:
                 holder[0].list_changed += 1
             notify("mcp.list_changed", {**base, "what": "tools"})
+        elif isinstance(message, ValueError) and isinstance(config, StdioServerConfig):
+            if not garbled[0]:  # the SDK logs no traceback of it (``watch``)
+                log.warning("MCP server %r wrote a line that is not JSON-RPC on stdout; ignored "
+                            "(further ones are not reported)", server)
+            garbled[0] += 1
         elif isinstance(message, Exception):
             log.debug("MCP server %s: transport error %s", server, type(message).__name__)
 
@@ -200,17 +226,19 @@ async def open_connection(
                     streams = await stack.enter_async_context(transport)
                 read, write = streams
                 session = await stack.enter_async_context(ClientSession(
-                    read, write, list_roots_callback=roots, logging_callback=on_log,
-                    message_handler=on_message, client_info=_client_info(),
-                    log_level=log_level(config.protocol)))
-                with anyio.fail_after(CONNECT_TIMEOUT_S):
+                    Watched(read, on_end), write, list_roots_callback=roots,
+                    logging_callback=on_log, message_handler=on_message,
+                    client_info=_client_info(), log_level=log_level(config.protocol)))
+                step = "server/discover" if modern(config.protocol) else "initialize"
+                with bounded(server, config, step):
                     got = await handshake(session, server=server, protocol=config.protocol)
                 record = ConnectionRecord(
                     server=server, transport=config.transport,
                     protocol_version=got.protocol_version, server_name=got.server_name,
                     server_version=got.server_version, opened_at=time.time())
                 conn = McpConnection(server=server, config=config, session=session,
-                                     record=record, secrets=secrets, _closing=closing)
+                                     record=record, secrets=secrets, _closing=closing,
+                                     _ended=ended)
                 holder.append(conn)
                 notify("mcp.connected", {**base, **record.to_dict()})
                 ready.set_result(conn)
@@ -285,7 +313,7 @@ def _connect_error(server: str, config: ServerConfig, exc: BaseException,
     target = (f"command {config.command!r}" if isinstance(config, StdioServerConfig)
               else f"URL {config.url}")
     if isinstance(exc, TimeoutError):
-        why = f"no answer to the handshake within {CONNECT_TIMEOUT_S:g} s"
+        why = f"the transport timed out ({exc or type(exc).__name__})"
     elif isinstance(exc, MCPError):
         why = f"JSON-RPC error {exc.error.code}: {exc.error.message}"
     elif isinstance(exc, BaseExceptionGroup):

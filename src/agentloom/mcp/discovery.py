@@ -4,6 +4,7 @@
 
     list_servers(servers)  ─► every server side by side: connect, tools/list (every page),
                               resources/list + templates/list when it declares resources, close
+                              (each step within the server's timeout_s: ``watch``)
                            ─► [ServerListing(record, tools, resources)]
     connected(server, …)   ─► one connection outside any run (``agentloom mcp prompts``)
     discover(...)          ─► the same, from synchronous code (its own event loop, in a thread)

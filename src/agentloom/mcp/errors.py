@@ -24,6 +24,8 @@ MCP_SECRET_MISSING: Final = "MCP_SECRET_MISSING"  # a ${VAR} of env / headers is
 MCP_TOOL_NOT_LISTED: Final = "MCP_TOOL_NOT_LISTED"  # an agent names a tool the server lacks
 MCP_AUTH_REQUIRED: Final = "MCP_AUTH_REQUIRED"  # HTTP 401: `agentloom mcp login` (also a call)
 MCP_LOGIN_FAILED: Final = "MCP_LOGIN_FAILED"  # the OAuth flow of `agentloom mcp login` failed
+MCP_STEP_TIMEOUT: Final = "MCP_STEP_TIMEOUT"  # initialize / a listing outlived timeout_s
+MCP_SERVER_EXITED: Final = "MCP_SERVER_EXITED"  # died again after its one reopen in the run
 AUTH_REQUIRED_JSONRPC: Final = -32040
 """The JSON-RPC error code a 401 answer becomes on an OAuth-aware connection (``oauth``)."""
 # -- calls (inside a ToolResult) -------------------------------------------------------------
@@ -42,6 +44,8 @@ _CATEGORIES: Final[dict[str, ErrorCategory]] = {
     MCP_TOOL_NOT_LISTED: "not_found",
     MCP_AUTH_REQUIRED: "permission",
     MCP_LOGIN_FAILED: "permission",
+    MCP_STEP_TIMEOUT: "timeout",
+    MCP_SERVER_EXITED: "transport",
     MCP_TOOL_ERROR: "business",
     MCP_PROTOCOL_ERROR: "protocol",
     MCP_OUTPUT_INVALID: "protocol",

@@ -12,6 +12,8 @@
                         failed MCP_INPUT_REQUIRED a 2026-07-28 input_required (never answered)
                         unknown MCP_CALL_TIMEOUT  timeout_s passed, notifications/cancelled sent
                         unknown MCP_CONNECTION_LOST the session ended mid-call
+                        failed MCP_SERVER_EXITED  not sent: the server exited and the run's
+                                                  one reopen is spent (``pool``)
     ─► raw saved ─► after-hooks ─► effective result
 
 Neither ``rerunnable`` nor ``recoverable``: an Attempt cut off by a crash is ``unknown`` and is
@@ -45,6 +47,7 @@ from agentloom.mcp.errors import (
     MCP_OUTPUT_INVALID,
     MCP_PROTOCOL_ERROR,
     MCP_TOOL_ERROR,
+    McpError,
     call_error,
 )
 from agentloom.mcp.pool import McpSessions
@@ -141,7 +144,7 @@ async def _relist(conn: McpConnection, tool: McpTool, mismatch: MCPError) -> Non
     the recovery of the SDK's ``Client`` — so the call can be sent again."""
     try:
         await list_tools(conn, tool.base_dir)
-    except MCPError:
+    except (MCPError, McpError):  # refused, or no answer within the server's timeout_s
         raise mismatch from None
 
 

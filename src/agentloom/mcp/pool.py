@@ -4,6 +4,8 @@
 
     handler ─► McpSessions.get(tool, attempt ctx) ─► (run, server) open? ─► reuse
                                                      └ no / lease epoch moved ─► open_connection
+                                                     └ its server exited ─► open_connection,
+                                                       once a run; then MCP_SERVER_EXITED
     Kernel.end_run / release_run ─► McpSessions.close_run(run_id) ─► every session of the run
     an http server's session ─► its TCP connections from the shared client of (space,
         connection version, credential binding, workspace scope) (``http_pool``)
@@ -11,7 +13,10 @@
 A hundred calls in one run open one stdio process. A session is bound to the run *and* its
 lease epoch: after a takeover the new holder opens its own (``Mcp-Session-Id`` is the server's
 identity for the connection, never an AgentLoom session). A session whose transport ended (the
-server exited) is opened again on the next call.
+server exited: ``McpConnection.lost``) is opened again on the next call — once per run and
+server: after that reopen, a server that is gone again (or that the reopen could not reach)
+fails every later call of the run with ``MCP_SERVER_EXITED``, nothing sent (``not_started``).
+The call in flight when a server died is the handler's: ``unknown``, it may have taken effect.
 
 Owns: which connection serves a call, and closing them. Does not own: the connection
 (``connection``), the shared HTTP clients (``http_pool``), the call (``handler``), the
@@ -30,18 +35,21 @@ from agentloom.attempts import AttemptContext
 from agentloom.config.mcp import HttpServerConfig
 from agentloom.mcp.catalog import McpTool
 from agentloom.mcp.connection import McpConnection, Notifier, open_connection
+from agentloom.mcp.errors import MCP_SERVER_EXITED, McpError
 from agentloom.mcp.http_pool import HttpClients, HttpPoolKey
 from agentloom.mcp.launch import LaunchContext, StdioLaunch, launcher_for
 from agentloom.mcp.oauth import McpCredentials
 from agentloom.sandbox import EnvironmentPolicy, scratch_folder
 from agentloom.sandbox.ports import SandboxBackend
 
-__all__ = ["McpSessions"]
+__all__ = ["REOPENS", "McpSessions"]
 
 WorkspaceOf = Callable[[str], Path]
 """The host folder of a workspace scope id (the kernel's workspace store)."""
 SpaceOf = Callable[[str], str]
 """The space of a workspace scope id (its owner's, in the kernel's workspace store)."""
+REOPENS = 1
+"""How many times a run opens a session again after its server exited."""
 
 
 class McpSessions:
@@ -67,13 +75,18 @@ class McpSessions:
         self._open: dict[tuple[str, str], tuple[int | None, McpConnection]] = {}
         self._http_keys: dict[tuple[str, str], HttpPoolKey] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._reopened: dict[tuple[str, str], int] = {}
+        """Sessions opened again after their server exited, by (run id, server)."""
+        self._lost: set[tuple[str, str]] = set()
+        """(run id, server) whose server exited in the run."""
         self._scratch: dict[str, Path] = {}
 
     async def get(self, tool: McpTool, context: AttemptContext) -> McpConnection:
         """The session of ``context``'s run with ``tool``'s server, opened if needed.
 
         Raises:
-            McpError: the server could not be started, reached or spoken to.
+            McpError: the server could not be started, reached or spoken to;
+                ``MCP_SERVER_EXITED``: it exited and its one reopen in the run is spent.
             SandboxError: a stdio server's sandbox refused to start it.
         """
         key = (context.run_id, tool.server)
@@ -85,7 +98,16 @@ class McpSessions:
                 if epoch == context.lease_epoch and conn.alive:
                     return conn
                 del self._open[key]
+                if conn.lost:
+                    self._lost.add(key)
                 await self._close(key, conn)
+            if key in self._lost:
+                reopened = self._reopened.get(key, 0)
+                if reopened >= REOPENS:
+                    raise McpError(MCP_SERVER_EXITED, (
+                        f"MCP server {tool.server!r} exited during this run and was opened "
+                        "again once already, the most a run does; the call was not sent"))
+                self._reopened[key] = reopened + 1
             http = None
             if isinstance(tool.config, HttpServerConfig):
                 scope = context.workspace_scope_id
@@ -128,6 +150,9 @@ class McpSessions:
             _, conn = self._open.pop(key)
             self._locks.pop(key, None)
             await self._close(key, conn)
+        for key in [k for k in self._lost if k[0] == run_id]:
+            self._lost.discard(key)
+            self._reopened.pop(key, None)
         scratch = self._scratch.pop(run_id, None)
         if scratch is not None:
             with contextlib.suppress(OSError):

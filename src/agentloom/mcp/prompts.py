@@ -22,6 +22,7 @@ from agentloom.mcp.catalog import MAX_PAGES
 from agentloom.mcp.connection import McpConnection
 from agentloom.mcp.errors import McpError
 from agentloom.mcp.profiles import input_required_error
+from agentloom.mcp.watch import bounded
 from mcp import types as mt
 
 __all__ = ["McpPrompt", "RenderedPrompt", "declares_prompts", "get_prompt", "list_prompts"]
@@ -69,12 +70,14 @@ async def list_prompts(connection: McpConnection) -> list[McpPrompt]:
 
     Raises:
         MCPError: the server answered with a JSON-RPC error.
+        McpError: ``MCP_STEP_TIMEOUT``, a page took longer than the server's ``timeout_s``.
     """
     out: list[McpPrompt] = []
     cursor: str | None = None
     for _ in range(MAX_PAGES):
         params = mt.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        page = await connection.session.list_prompts(params=params)
+        with bounded(connection.server, connection.config, "prompts/list"):
+            page = await connection.session.list_prompts(params=params)
         out.extend(McpPrompt(
             server=connection.server, name=p.name, title=p.title, description=p.description,
             arguments=tuple({"name": a.name, "description": a.description,
@@ -92,10 +95,12 @@ async def get_prompt(connection: McpConnection, name: str,
 
     Raises:
         MCPError: the server answered with a JSON-RPC error (e.g. an unknown prompt).
-        McpError: ``MCP_INPUT_REQUIRED``, a 2026-07-28 server asked for input (never answered).
+        McpError: ``MCP_INPUT_REQUIRED``, a 2026-07-28 server asked for input (never answered);
+            ``MCP_STEP_TIMEOUT``, no answer within the server's ``timeout_s``.
     """
-    result = await connection.session.get_prompt(name, arguments or None,
-                                                 allow_input_required=True)
+    with bounded(connection.server, connection.config, f"prompts/get {name!r}"):
+        result = await connection.session.get_prompt(name, arguments or None,
+                                                     allow_input_required=True)
     if isinstance(result, mt.InputRequiredResult):
         error = input_required_error(connection.server, f"prompts/get {name!r}", result)
         raise McpError(error.code, error.message)

@@ -45,6 +45,7 @@ from agentloom.mcp.errors import (
     call_error,
 )
 from agentloom.mcp.profiles import input_required_error
+from agentloom.mcp.watch import bounded
 from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.results import ContentBlock, TextBlock, ToolResult
 from mcp import MCPError
@@ -123,12 +124,14 @@ def describe(server: str, resources: list[mt.Resource],
     return "\n".join(lines)
 
 
-async def _pages(list_page: Any, field_name: str) -> list[Any]:
+async def _pages(connection: McpConnection, list_page: Any, step: str,
+                 field_name: str) -> list[Any]:
     out: list[Any] = []
     cursor: str | None = None
     for _ in range(MAX_PAGES):
         params = mt.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        page = await list_page(params=params)
+        with bounded(connection.server, connection.config, step):
+            page = await list_page(params=params)
         out.extend(getattr(page, field_name))
         cursor = page.next_cursor
         if cursor is None:
@@ -147,15 +150,18 @@ async def list_resources(connection: McpConnection, base_dir: Path) -> McpResour
     (every page); ``None`` when the server does not declare ``resources``.
 
     Raises:
-        McpError: ``MCP_PROTOCOL_ERROR`` when a listing is answered with a JSON-RPC error.
+        McpError: ``MCP_PROTOCOL_ERROR`` when a listing is answered with a JSON-RPC error,
+            ``MCP_STEP_TIMEOUT`` when a page took longer than the server's ``timeout_s``.
     """
     if not declares_resources(connection):
         return None
     session = connection.session
     try:
-        resources: list[mt.Resource] = await _pages(session.list_resources, "resources")
-        templates: list[mt.ResourceTemplate] = await _pages(session.list_resource_templates,
-                                                            "resource_templates")
+        resources: list[mt.Resource] = await _pages(
+            connection, session.list_resources, "resources/list", "resources")
+        templates: list[mt.ResourceTemplate] = await _pages(
+            connection, session.list_resource_templates, "resources/templates/list",
+            "resource_templates")
     except MCPError as exc:
         raise McpError(MCP_PROTOCOL_ERROR, connection.scrub(
             f"MCP server {connection.server!r} declares resources but could not list them: "
