@@ -35,6 +35,7 @@ from agentloom.hooks.decision import HookDecision, may_ask
 from agentloom.kernel import Kernel
 from agentloom.results import ToolResult
 from agentloom.store import Delete, Put, WriteSet
+from agentloom.store import clock as store_clock
 
 ASK = {"decision": "ask", "reason": "May demo_echo say this?"}
 
@@ -421,11 +422,12 @@ async def test_i17_approval_an_ask_committed_before_an_interruption_still_makes_
     make: Any,
 ) -> None:
     started = asyncio.Event()
+    loop = asyncio.get_running_loop()
     slow_runs: list[str] = []
 
     async def slow(event: Any) -> dict[str, Any]:
         slow_runs.append(event["operation_id"])
-        started.set()
+        loop.call_soon_threadsafe(started.set)  # the hook runs in an event loop of its own
         await asyncio.sleep(60)
         return {"decision": "allow"}
 
@@ -443,3 +445,18 @@ async def test_i17_approval_an_ask_committed_before_an_interruption_still_makes_
     assert slow_runs == [signal.operation_id] and h.tool.calls == []
     record = get_approval(h.kernel.store, signal.operation_id)
     assert record is not None and record.status == "pending"
+
+
+async def test_i34_2_an_approval_deadline_is_in_the_stores_time_whatever_the_askers_clock(
+    make: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(store_clock, "REFRESH_S", 0.0)  # each reading measures the offset anew
+    true_time = time.time
+    monkeypatch.setattr(time, "time", lambda: true_time() - 3600.0)  # the asker: an hour behind
+    h = await make([hook("gate", lambda e: ASK)])
+    h.ctx = replace(h.ctx, approval_timeout_s=30.0)
+    signal = await pending(h)
+    monkeypatch.setattr(time, "time", true_time)  # a worker with a true clock
+
+    assert signal.deadline is not None and abs(signal.deadline - (true_time() + 30.0)) < 5.0
+    assert await expire_due(h.kernel.store, h.kernel.coordinator.commit) == []  # not yet due

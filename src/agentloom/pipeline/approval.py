@@ -55,7 +55,8 @@ def awaiting_ops(call: Call) -> list[Op]:
         question="\n".join(a["question"] for a in state.asks),
         capability_key=state.capability_key, exposed_name=call.request.exposed_name,
         arguments=state.payload, asked_by=[a["hook_id"] for a in state.asks],
-        timeout_s=ctx.approval_timeout_s, default=ctx.approval_default)]
+        timeout_s=ctx.approval_timeout_s, default=ctx.approval_default,
+        now=call.pipeline.store.now())]  # its deadline in the store's time, as expiry reads it
 
 
 def pending(call: Call) -> ApprovalPending:
