@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -177,12 +178,15 @@ async def test_s3_2_a_supplement_sent_during_the_roots_last_model_call_is_not_si
     """The answer that was being generated did not see the user's supplement: the root takes
     another turn with it instead of finishing as if it had never been sent (000 §5.3)."""
     held = asyncio.Event()
-    release = asyncio.Event()
+    holding, release = threading.Event(), threading.Event()
+    loop = asyncio.get_running_loop()
 
     async def hold(event: dict[str, Any]) -> dict[str, Any]:
-        if not held.is_set():  # hold the first response until the supplement is recorded
-            held.set()
-            await release.wait()
+        # runs in an event loop of its own, on a thread: it signals the test's loop thread-safely
+        if not holding.is_set():  # hold the first response until the supplement is recorded
+            holding.set()
+            loop.call_soon_threadsafe(held.set)
+            await asyncio.to_thread(release.wait, WAIT_S)
         return {"decision": "allow"}
 
     hook = HookSpec(hook_id="hold", timing="after", event="model",

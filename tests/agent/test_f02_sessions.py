@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -156,13 +157,15 @@ async def test_f02_s7_1_a_second_run_of_a_busy_session_is_refused_or_waits_and_b
     before its final answer, a second start is refused (``SESSION_BUSY``, naming the holder);
     with ``wait`` it starts once the first has ended, and both turns are kept, in order."""
     held = asyncio.Event()
-    release = asyncio.Event()
+    release = threading.Event()
+    loop = asyncio.get_running_loop()
 
     async def hold(event: dict[str, Any]) -> dict[str, Any]:
-        """Hold the first run's final model response until the test lets it go."""
+        """Hold the first run's final model response until the test lets it go (the hook runs
+        in an event loop of its own, on a thread: it signals the test's loop thread-safely)."""
         if not release.is_set():
-            held.set()
-            await release.wait()
+            loop.call_soon_threadsafe(held.set)
+            await asyncio.to_thread(release.wait, WAIT_S)
         return {"decision": "allow"}
 
     hook = HookSpec(hook_id="hold", timing="after", event="model",

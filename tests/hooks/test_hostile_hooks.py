@@ -113,8 +113,8 @@ async def test_i11_3_a_real_stop_still_cancels_the_run(make: Any) -> None:
         release.wait(WAIT_S * 4)
         return {"decision": "allow"}
 
-    async def hang_async(event: Any) -> Any:
-        entered.put_nowait(event["payload"]["text"])
+    async def hang_async(event: Any) -> Any:  # runs in an event loop of its own, on a thread
+        loop.call_soon_threadsafe(entered.put_nowait, event["payload"]["text"])
         await asyncio.Event().wait()
 
     def gate(event: Any) -> Any:

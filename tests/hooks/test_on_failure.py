@@ -28,9 +28,10 @@ async def test_i11_hook_on_failure_applies_to_a_decision_lost_in_a_crash(
     make: Any, on_failure: str,
 ) -> None:
     entered = asyncio.Event()
+    loop = asyncio.get_running_loop()
 
     async def hangs(event: Any) -> Any:
-        entered.set()
+        loop.call_soon_threadsafe(entered.set)  # the hook runs in an event loop of its own
         await asyncio.Event().wait()
 
     h = await make([hook("guard", hangs, timeout_s=WAIT_S * 4, on_failure=on_failure)])

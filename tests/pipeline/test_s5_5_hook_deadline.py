@@ -116,13 +116,14 @@ async def test_s5_5_a_late_decision_after_the_deadline_is_discarded(
 
 async def test_s5_5_a_stop_during_a_hanging_hook_cancels_it(make: Any) -> None:
     entered, cancelled = asyncio.Event(), asyncio.Event()
+    loop = asyncio.get_running_loop()
 
-    async def hang(event: Any) -> Any:
-        entered.set()
+    async def hang(event: Any) -> Any:  # runs in an event loop of its own, on a thread
+        loop.call_soon_threadsafe(entered.set)
         try:
             await asyncio.sleep(HOOK_TIMEOUT_S * 2)
         except asyncio.CancelledError:
-            cancelled.set()
+            loop.call_soon_threadsafe(cancelled.set)
             raise
         return {"decision": "allow"}
 

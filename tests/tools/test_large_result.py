@@ -299,9 +299,10 @@ async def test_i11_a_large_result_cut_off_in_its_after_hook_is_recovered_from_it
 ) -> None:
     text = big_text()
     entered = asyncio.Event()
+    loop = asyncio.get_running_loop()
 
     async def hang(event: dict[str, Any]) -> dict[str, Any]:
-        entered.set()
+        loop.call_soon_threadsafe(entered.set)  # the hook runs in an event loop of its own
         await asyncio.Event().wait()  # the process "dies" here: the task is cancelled
         raise AssertionError("unreachable")
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from agentloom.errors import ConfigError
 from agentloom.hooks.event import HookEvent
+from agentloom.hooks.loops import HookLoops
 from agentloom.hooks.spec import HookSpec
 from agentloom.hooks.threads import HookThreads
 
@@ -52,9 +53,11 @@ def resolve_ref(ref: str) -> Callable[..., Any]:
 class PythonHookRunner:
     """Calls ``module:function`` (or a callable registered under that ref) in this process.
 
-    Coroutine functions are awaited; plain functions run on ``threads``, the runner's own
-    bounded pool of daemon threads (never asyncio's default executor, which file tools
-    share), so a blocking hook stalls neither the event loop nor anything else.
+    Plain functions run on ``threads``, the runner's own bounded pool of daemon threads (never
+    asyncio's default executor, which file tools share); coroutine functions — and a coroutine
+    a plain function returns — are awaited on ``loops``, each in an event loop of its own on a
+    thread of another such pool. So a blocking hook, even a coroutine that blocks, stalls
+    neither the caller's event loop nor anything else, and its timeout holds.
     """
 
     def __init__(
@@ -62,9 +65,11 @@ class PythonHookRunner:
         functions: Mapping[str, Callable[..., Any]] | None = None,
         *,
         threads: HookThreads | None = None,
+        loops: HookLoops | None = None,
     ) -> None:
         self._functions: dict[str, Callable[..., Any]] = dict(functions or {})
         self.threads = threads or HookThreads()
+        self.loops = loops or HookLoops()
 
     def register(self, ref: str, function: Callable[..., Any]) -> None:
         self._functions[ref] = function
@@ -79,8 +84,14 @@ class PythonHookRunner:
     async def run(self, spec: HookSpec, event: HookEvent) -> Any:
         fn = self.function(spec.handler.ref)
         if inspect.iscoroutinefunction(fn):
-            return await fn(event)
+            return await self.loops.run(fn, event)
         result = await self.threads.run(fn, event)
-        if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):  # not started yet: it may run in a loop of its own
+            return await self.loops.run(_itself, result)
+        if inspect.isawaitable(result):  # another awaitable may belong to the caller's loop
             return await result
         return result
+
+
+async def _itself(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable

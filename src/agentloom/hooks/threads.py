@@ -14,7 +14,8 @@ hung past its timeout there would stall every file tool and hold up process exit
 
 A Python thread cannot be killed, so an abandoned hook keeps running until it returns. The
 threads are daemon threads: process exit never waits for one. Idle threads exit after
-``idle_s``.
+``idle_s``. Coroutine hooks run on a pool of their own, each in an event loop of its own
+(``hooks.loops``), so that a coroutine that blocks cannot stall the runtime's loop either.
 """
 
 from __future__ import annotations
@@ -27,13 +28,23 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from agentloom.errors import AgentLoomError, ErrorCategory
 
 MAX_HOOK_THREADS = 32  # threads running synchronous hooks at once (abandoned ones aside)
 MAX_ABANDONED_THREADS = 16  # timed-out synchronous hooks still running before new ones fail
 IDLE_S = 10.0  # an idle thread exits after this long
+
+HookKind = Literal["synchronous", "coroutine"]
+"""What a pool runs: plain hook functions, or coroutine hooks each in an event loop of its own
+(``hooks.loops``); it names them in the error of an exhausted pool."""
+
+_ADVICE: dict[HookKind, str] = {
+    "synchronous": "make the hook return within its timeout_s, or write it as a coroutine function",
+    "coroutine": "make the hook await instead of blocking (asyncio.sleep, asyncio.to_thread) so "
+                 "its timeout can cancel it, or return within its timeout_s",
+}
 
 
 class HookThreadsExhausted(AgentLoomError):
@@ -52,7 +63,8 @@ class _Work:
 
 
 class HookThreads:
-    """A bounded pool of daemon threads for synchronous hook functions."""
+    """A bounded pool of daemon threads for hook functions (synchronous ones, or coroutine ones
+    each in an event loop of its own: ``kind``)."""
 
     def __init__(
         self,
@@ -61,9 +73,11 @@ class HookThreads:
         max_abandoned: int = MAX_ABANDONED_THREADS,
         idle_s: float = IDLE_S,
         name: str = "agentloom-hook",
+        kind: HookKind = "synchronous",
     ) -> None:
         if max_threads < 1 or max_abandoned < 1 or idle_s <= 0:
             raise ValueError("max_threads and max_abandoned must be at least 1, idle_s positive")
+        self.kind = kind
         self.max_threads = max_threads
         self.max_abandoned = max_abandoned
         self._idle_s = idle_s
@@ -100,10 +114,10 @@ class HookThreads:
         with self._lock:
             if self._abandoned >= self.max_abandoned:
                 raise HookThreadsExhausted(
-                    f"{self._abandoned} synchronous hooks that were given up on (timed out or "
+                    f"{self._abandoned} {self.kind} hooks that were given up on (timed out or "
                     f"stopped) are still running, the most this runtime allows "
-                    f"({self.max_abandoned}); synchronous hooks fail until they return — make "
-                    "the hook return within its timeout_s, or write it as a coroutine function"
+                    f"({self.max_abandoned}); {self.kind} hooks fail until they return — "
+                    f"{_ADVICE[self.kind]}"
                 )
             if self._idle <= 0 and self._live < self.max_threads:
                 self._start()
