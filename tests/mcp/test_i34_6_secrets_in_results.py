@@ -40,3 +40,33 @@ def test_i34_6_a_secret_in_a_successful_or_is_error_result_is_redacted_everywher
     assert "[redacted]" in shown.stdout
     stored = _stored_bytes(durable_store_url)
     assert stored and SECRET.encode() not in stored
+
+
+READ_TURNS = """\
+  - tool_calls:
+      - {id: r, name: mcp__lab__resources_read, arguments: {uri: "lab://env/LAB_TOKEN"}}
+  - expect: {role: tool, contains: "[redacted]"}
+    text: done
+"""
+
+
+def test_i34_6_a_secret_in_a_resource_read_or_a_rendered_prompt_is_redacted(
+    tmp_path: Path, durable_store_url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAB_ENV_SECRET", SECRET)
+    servers = lab_entry(env=", env: {LAB_TOKEN: \"${LAB_ENV_SECRET}\"}")
+    config = project(tmp_path / "p", READ_TURNS, tools="mcp.lab.resources.read", servers=servers)
+    ran = cli("run", str(config), "read the token", "--store", durable_store_url, "--json")
+    out = json.loads(ran.stdout)
+    assert out["status"] == "succeeded", out  # the model saw [redacted] (expect)
+    shown = cli("runs", "show", out["run_id"], "--store", durable_store_url, "--json")
+    assert "[redacted]" in shown.stdout
+    stored = _stored_bytes(durable_store_url)
+    assert stored and SECRET.encode() not in stored
+
+    rendered = cli("mcp", "prompt", str(config), "lab", "review", "--arg", "code=x = 1",
+                   "--arg", "style=env:LAB_TOKEN", "--json")
+    assert rendered.exit_code == 0, rendered.stderr
+    for text in (ran.stdout, ran.stderr, shown.stdout, rendered.stdout, rendered.stderr):
+        assert SECRET not in text
+    assert "[redacted]" in rendered.stdout

@@ -52,6 +52,7 @@ from agentloom.mcp.errors import (
 )
 from agentloom.mcp.pool import McpSessions
 from agentloom.mcp.profiles import input_required_error, modern
+from agentloom.mcp.secrets import scrub_value
 from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.results import ContentBlock, JsonBlock, ResultStatus, TextBlock, ToolResult
 from mcp import MCPError
@@ -175,7 +176,7 @@ def result_of(tool: McpTool, result: mt.CallToolResult, meta: dict[str, Any], *,
                 outcome="known", details={"problems": problems[:20]}))
     if structured is not None:
         # the text block of structured output repeats the JSON: keep the structured value once
-        kept = _scrub_value(structured, scrub) if scrub is not None else structured
+        kept = scrub_value(structured, scrub) if scrub is not None else structured
         content = [JsonBlock(kept), *(b for b in content if not isinstance(b, TextBlock))]
     return ToolResult(status="succeeded", content=tuple(content), metadata=meta)
 
@@ -184,19 +185,8 @@ def _scrubbed(block: ContentBlock, scrub: Callable[[str], str]) -> ContentBlock:
     if isinstance(block, TextBlock):
         return TextBlock(scrub(block.text))
     if isinstance(block, JsonBlock):
-        return JsonBlock(_scrub_value(block.data, scrub))
+        return JsonBlock(scrub_value(block.data, scrub))
     return block
-
-
-def _scrub_value(value: Any, scrub: Callable[[str], str]) -> Any:
-    """``value`` (JSON) with every string, keys included, scrubbed."""
-    if isinstance(value, str):
-        return scrub(value)
-    if isinstance(value, list):
-        return [_scrub_value(v, scrub) for v in value]
-    if isinstance(value, dict):
-        return {scrub(str(k)): _scrub_value(v, scrub) for k, v in value.items()}
-    return value
 
 
 def _blocks(content: list[mt.ContentBlock]) -> list[ContentBlock]:

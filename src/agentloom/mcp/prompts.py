@@ -22,6 +22,7 @@ from agentloom.mcp.catalog import MAX_PAGES
 from agentloom.mcp.connection import McpConnection
 from agentloom.mcp.errors import McpError
 from agentloom.mcp.profiles import input_required_error
+from agentloom.mcp.secrets import scrub_value
 from agentloom.mcp.watch import bounded
 from mcp import types as mt
 
@@ -104,8 +105,11 @@ async def get_prompt(connection: McpConnection, name: str,
     if isinstance(result, mt.InputRequiredResult):
         error = input_required_error(connection.server, f"prompts/get {name!r}", result)
         raise McpError(error.code, error.message)
-    messages = tuple({"role": m.role, "content": _content(m.content)} for m in result.messages)
-    return RenderedPrompt(server=connection.server, name=name, description=result.description,
+    # a configured secret in what the server sent never reaches a task or the model
+    messages = tuple(scrub_value({"role": m.role, "content": _content(m.content)},
+                                 connection.scrub) for m in result.messages)
+    description = None if result.description is None else connection.scrub(result.description)
+    return RenderedPrompt(server=connection.server, name=name, description=description,
                           messages=messages)
 
 

@@ -216,7 +216,10 @@ class McpResourceHandler(CapabilityHandler):
         if isinstance(result, mt.InputRequiredResult):
             return ToolResult(status="failed", metadata=meta, error=input_required_error(
                 reader.server, f"resources/read {uri!r}", result))
-        return ToolResult(status="succeeded", content=tuple(contents(result)), metadata=meta)
+        # a configured secret in what the server sent never reaches the record or the model
+        return ToolResult(status="succeeded", metadata=meta, content=tuple(
+            TextBlock(conn.scrub(b.text)) if isinstance(b, TextBlock) else b
+            for b in contents(result)))
 
 
 def contents(result: mt.ReadResourceResult) -> list[ContentBlock]:

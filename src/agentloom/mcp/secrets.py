@@ -4,7 +4,8 @@ variable is ``McpError`` ``MCP_SECRET_MISSING``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from agentloom.mcp.errors import MCP_SECRET_MISSING, McpError
 from agentloom.secret_refs import REDACTED, resolve_references, scrub
@@ -23,3 +24,16 @@ def resolve_values(values: Mapping[str, str], *, where: str, secrets: list[str],
     """
     return resolve_references(values, where=where, secrets=secrets, environ=environ,
                               missing=lambda message: McpError(MCP_SECRET_MISSING, message))
+
+
+def scrub_value(value: Any, scrub_text: Callable[[str], str]) -> Any:
+    """``value`` (JSON) with every string, keys included, scrubbed by ``scrub_text`` (a
+    connection's ``scrub``): what a server sends back never carries a configured secret into
+    the record or the model (issue #34, 6)."""
+    if isinstance(value, str):
+        return scrub_text(value)
+    if isinstance(value, list | tuple):
+        return [scrub_value(v, scrub_text) for v in value]
+    if isinstance(value, dict):
+        return {scrub_text(str(k)): scrub_value(v, scrub_text) for k, v in value.items()}
+    return value

@@ -179,6 +179,9 @@ async def read_resource(ctx: ServerRequestContext[Any], params: t.ReadResourceRe
     elif uri == "lab://logo.png":
         contents = [t.BlobResourceContents(uri=uri, mime_type="image/png",
                                            blob=base64.b64encode(LOGO).decode())]
+    elif uri.startswith("lab://env/"):  # a variable of its environment (issue #34, 6)
+        contents = [t.TextResourceContents(uri=uri, mime_type="text/plain",
+                                           text=os.environ.get(uri.removeprefix("lab://env/"), ""))]
     elif uri.startswith("lab://notes/"):
         contents = [t.TextResourceContents(uri=uri, mime_type="text/plain",
                                            text=f"note {uri.removeprefix('lab://notes/')}")]
@@ -205,6 +208,8 @@ async def get_prompt(ctx: ServerRequestContext[Any], params: t.GetPromptRequestP
     if "code" not in args:
         raise MCPError(t.INVALID_PARAMS, "Missing required argument: code")
     style = args.get("style", "plain")
+    if style.startswith("env:"):  # a variable of its environment (issue #34, 6)
+        style = os.environ.get(style.removeprefix("env:"), "")
     return t.GetPromptResult(description="a code review request", messages=[
         t.PromptMessage(role="user", content=t.TextContent(
             type="text", text=f"Review this code ({style}):\n{args['code']}")),
