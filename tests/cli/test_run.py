@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -187,3 +188,16 @@ def test_cli_run_config_hook_denies_exec_and_the_run_goes_on(project: Path, cli:
     assert op["attempts"] == {"count": 0, "items": []}
     assert op["hooks"][0]["hook_id"] == "exec-guard" and op["hooks"][0]["decision"] == "deny"
     assert "rm is not allowed here" in op["reason"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["rm", "-rf", "/work"], ["/bin/rm", "x"], ["sh", "-c", "rm -rf /work"],
+    ["bash", "-c", "rm x"], ["env", "rm", "x"], ["command", "rm", "x"],
+    ["python3", "-c", "import shutil"], ["./echo", "x"], ["/tmp/echo", "x"]])
+def test_i34_the_scaffolded_exec_guard_holds_against_its_bypasses(argv: list[str]) -> None:
+    scope: dict[str, Any] = {}
+    exec(compile(FILES["hooks.py"], "hooks.py", "exec"), scope)  # the file agentloom init writes
+    guard = scope["exec_guard"]
+    assert guard({"payload": {"argv": argv}})["decision"] == "deny"
+    assert guard({"payload": {"argv": ["echo", "hi"]}})["decision"] == "allow"
+    assert guard({"payload": {"argv": ["/usr/bin/ls"]}})["decision"] == "allow"

@@ -62,17 +62,22 @@ HOOKS = '''\
 """Hooks for agentloom.yaml. A hook receives a read-only event and returns a decision
 (docs/hooks.md); the config names it as "hooks:exec_guard" (this folder is importable)."""
 
-BLOCKED = {"rm", "sudo", "curl", "wget"}
+# The programs exec may start. An allow-list: a deny-list of rm, sudo, … is passed by
+# "sh -c 'rm …'", "env rm …" or "command rm …"; shells, launchers and interpreters are left
+# out on purpose (examples/exec_guard/guards.py in the agentloom repository is a fuller one).
+ALLOWED = {"echo", "ls", "cat", "head", "tail", "wc", "grep", "sort", "diff", "true"}
 
 
 def exec_guard(event):
-    """Before exec: refuse a few commands and shell scripts; allow the rest."""
+    """Before exec: allow only the programs of ALLOWED, named bare or from /bin, /usr/bin."""
     payload = event["payload"]
     if "shell_script" in payload:
         return {"decision": "deny", "reason": "this project runs commands as argv, not shell scripts"}
-    program = payload["argv"][0].rsplit("/", 1)[-1]
-    if program in BLOCKED:
-        return {"decision": "deny", "reason": f"{program} is not allowed here"}
+    program = str(payload["argv"][0])
+    name = program.rsplit("/", 1)[-1]
+    if program not in (name, f"/bin/{name}", f"/usr/bin/{name}") or name not in ALLOWED:
+        return {"decision": "deny", "reason": f"{name} is not allowed here (allowed: "
+                f"{', '.join(sorted(ALLOWED))})"}
     return {"decision": "allow"}
 '''
 
