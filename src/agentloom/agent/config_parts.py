@@ -478,7 +478,6 @@ def _importable_from(folder: Path) -> Iterator[None]:
     added = entry not in sys.path
     if added:
         sys.path.insert(0, entry)
-    importlib.invalidate_caches()  # a module written moments ago must be seen
     try:
         yield
     finally:
@@ -500,8 +499,10 @@ def _own_module(module_name: str, folder: Path) -> None:
         return
     own = next((p for p in (folder / f"{top}.py", folder / top / "__init__.py") if p.is_file()),
                None)
+    if own is None or origin == str(own):  # the folder's own, as imported from it: no resolve
+        return
     here = Path(origin).resolve()
-    if own is None or here == own.resolve() or any(
+    if here == own.resolve() or any(
             here.is_relative_to(root) for root in _installed_roots()):
         return
     for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
@@ -527,7 +528,9 @@ def _import(ref: str, where: str, folder: Path) -> Any:
     with _importable_from(folder):
         try:
             _own_module(module_name, folder)
-            module = importlib.import_module(module_name)
+            if module_name not in sys.modules:  # a module written moments ago must be seen;
+                importlib.invalidate_caches()  # one imported already (by the agent before) is
+            module = importlib.import_module(module_name)  # not looked for again
         except Exception as exc:  # user code: any failure at import is a config problem
             raise ConfigError(
                 f"{where}: cannot import module {module_name!r} ({type(exc).__name__}: {exc}); "

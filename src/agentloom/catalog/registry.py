@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -19,7 +20,14 @@ from typing import Any, Literal
 
 from agentloom.canonical import canonical_json
 from agentloom.catalog.schema import ArgumentValidator, compile_schema
-from agentloom.catalog.spec import EXPOSED_NAME_PATTERN, CapabilitySpec, legal_exposed_name
+from agentloom.catalog.spec import (
+    EXPOSED_NAME_PATTERN,
+    CapabilitySpec,
+    FrozenDict,
+    SchemaOrigin,
+    freeze_json,
+    legal_exposed_name,
+)
 from agentloom.errors import CatalogError
 
 ScopeKind = Literal["role", "node"]
@@ -75,6 +83,9 @@ class CapabilityRegistry:
     def __init__(self) -> None:
         self._releases: dict[str, _Release] = {}
         self._validators: dict[tuple[str, str], ArgumentValidator] = {}
+        # one validator per distinct input schema: the model connections of many agents share
+        # theirs (issue #34)
+        self._by_schema: dict[str, ArgumentValidator] = {}
         self._lock = threading.Lock()
 
     def publish(
@@ -137,6 +148,8 @@ class CapabilityRegistry:
             self._releases[release_id] = _Release(version, MappingProxyType(catalogs))
             live = {release.version for release in self._releases.values()}
             self._validators = {k: v for k, v in self._validators.items() if k[0] in live}
+            kept = {id(v) for v in self._validators.values()}
+            self._by_schema = {k: v for k, v in self._by_schema.items() if id(v) in kept}
         return version
 
     def current_version(self, release_id: str) -> str:
@@ -199,7 +212,8 @@ class CapabilityRegistry:
             )
 
     def validator(self, catalog: ResolvedCatalog, capability_key: str) -> ArgumentValidator:
-        """The input validator of one capability, built once per (version, capability_key).
+        """The input validator of one capability, looked up once per (version, capability_key)
+        and built once per distinct input schema (capabilities with equal schemas share it).
 
         Raises:
             CatalogError: ``CATALOG_VERSION_MISMATCH`` or ``CAPABILITY_NOT_IN_CATALOG``.
@@ -209,9 +223,13 @@ class CapabilityRegistry:
         cache_key = (catalog.version, capability_key)
         found = self._validators.get(cache_key)
         if found is None:
-            found = ArgumentValidator(spec.input_schema)
+            schema_key = _schema_key(spec.input_schema)
+            shared = self._by_schema.get(schema_key)
+            if shared is None:
+                shared = ArgumentValidator(spec.input_schema)
             with self._lock:
-                found = self._validators.setdefault(cache_key, found)
+                shared = self._by_schema.setdefault(schema_key, shared)
+                found = self._validators.setdefault(cache_key, shared)
         return found
 
     def _release(self, release_id: str) -> _Release:
@@ -256,9 +274,7 @@ def _compile(
         if schema is None:
             continue
         try:
-            compiled[which] = compile_schema(
-                schema, origin=spec.schema_origin, local_resources=local_resources
-            )
+            compiled[which] = _compiled_schema(schema, spec.schema_origin, local_resources)
         except CatalogError as exc:
             raise CatalogError(
                 f"capability {spec.capability_key!r} (exposed_name {spec.exposed_name!r}) "
@@ -266,6 +282,45 @@ def _compile(
                 code=exc.code,
             ) from exc
     return dataclasses.replace(spec, **compiled)
+
+
+_COMPILED_SCHEMAS_KEPT = 512
+"""How many compiled schemas the process keeps (the least recently used is dropped first)."""
+
+_compiled_schemas: OrderedDict[str, FrozenDict] = OrderedDict()
+_compiled_lock = threading.Lock()
+
+
+def _schema_key(*parts: Any) -> str:
+    return hashlib.sha256(canonical_json(parts).encode("utf-8")).hexdigest()
+
+
+def _compiled_schema(
+    schema: Mapping[str, Any], origin: SchemaOrigin,
+    local_resources: Mapping[str, Mapping[str, Any]] | None,
+) -> FrozenDict:
+    """``compile_schema`` of ``schema``, frozen. Without ``local_resources`` (what a runtime
+    publishes) it is compiled once per distinct schema and origin in the process, by their
+    canonical JSON: compiling is a pure function of them and costs a metaschema check or two,
+    while one schema is often published many times — every agent's model connection, a tool
+    most agents list (issue #34). Failures are not kept: a bad schema raises again, with its
+    message, each time."""
+    if local_resources:
+        bundled: FrozenDict = freeze_json(
+            compile_schema(schema, origin=origin, local_resources=local_resources))
+        return bundled
+    key = _schema_key(schema, origin)  # a spec's schema: frozen JSON already (string keys)
+    with _compiled_lock:
+        found = _compiled_schemas.get(key)
+        if found is not None:
+            _compiled_schemas.move_to_end(key)
+            return found
+    compiled: FrozenDict = freeze_json(compile_schema(schema, origin=origin))
+    with _compiled_lock:
+        _compiled_schemas[key] = compiled
+        while len(_compiled_schemas) > _COMPILED_SCHEMAS_KEPT:
+            _compiled_schemas.popitem(last=False)
+    return compiled
 
 
 def _scope_keys(
@@ -287,8 +342,12 @@ def _catalog(
     compiled: Mapping[str, CapabilitySpec],
 ) -> ResolvedCatalog:
     kind, scope_key = scope
+    found = [compiled.get(key) for key in keys]  # keys: no key twice (``_scope_keys``)
+    by_name = {spec.exposed_name: spec for spec in found if spec is not None}
+    if len(by_name) == len(keys):  # every key declared, no name twice: the common case, fast
+        return ResolvedCatalog(release_id, f"{kind}:{scope_key}", version, MappingProxyType(by_name))
     what = "role" if kind == "role" else "node binding"
-    by_name: dict[str, CapabilitySpec] = {}
+    by_name = {}
     for key in keys:
         spec = compiled.get(key)
         if spec is None:

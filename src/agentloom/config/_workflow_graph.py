@@ -17,13 +17,20 @@ checked workflow the forward arcs have no cycle. **Start nodes** are the nodes n
 leads into; a node can run only after the nodes with a forward path to it (its *ancestors*),
 and a template may name only those.
 
+Every check is linear in the size of the graph (nodes plus arcs) for the shapes workflows
+have — a fan-out of N nodes and its join cost N, not N² (issue #34): adjacency is built once
+per check, reachability is computed only from the nodes a rule asks about, cycles are found as
+strongly connected components.
+
 Owns: the graph rules and their messages. Does not own: the shape of one key (pydantic, in
 ``config.workflows``), parsing templates (``config._templates``), running (``squad.driver``).
 """
 
 from __future__ import annotations
 
+import heapq
 import re
+from collections import Counter, deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -79,17 +86,23 @@ class _Arc:
 
 def _arcs(names: Collection[str], edges: Sequence[GraphEdge]) -> list[_Arc]:
     """Every source → target pair of every edge between nodes that exist."""
+    known = set(names)
     return [_Arc(s, t, i) for i, e in enumerate(edges) for s in e.sources for t in e.targets
-            if s in names and t in names]
+            if s in known and t in known]
 
 
-def _reach(start: str, arcs: Sequence[_Arc]) -> set[str]:
-    """The nodes a path of one or more arcs leads to from ``start``."""
+def _after(arcs: Sequence[_Arc]) -> dict[str, list[str]]:
+    """Each node's arc targets, in arc order (the adjacency every walk of one check shares)."""
     after: dict[str, list[str]] = {}
     for arc in arcs:
         after.setdefault(arc.source, []).append(arc.target)
+    return after
+
+
+def _reach(starts: Collection[str], after: Mapping[str, Sequence[str]]) -> set[str]:
+    """The nodes a path of one or more arcs leads to from one of ``starts``."""
     seen: set[str] = set()
-    todo = list(after.get(start, ()))
+    todo = [t for s in starts for t in after.get(s, ())]
     while todo:
         node = todo.pop()
         if node not in seen:
@@ -98,11 +111,32 @@ def _reach(start: str, arcs: Sequence[_Arc]) -> set[str]:
     return seen
 
 
+class _Reach:
+    """``_reach`` of one node at a time, each computed once, on demand."""
+
+    def __init__(self, arcs: Sequence[_Arc]) -> None:
+        self.after = _after(arcs)
+        self._pairs = {(a.source, a.target) for a in arcs}
+        self._of: dict[str, set[str]] = {}
+
+    def __call__(self, node: str) -> set[str]:
+        found = self._of.get(node)
+        if found is None:
+            found = self._of[node] = _reach((node,), self.after)
+        return found
+
+    def leads(self, source: str, target: str) -> bool:
+        """Whether a path of one or more arcs leads from ``source`` to ``target``."""
+        return (source, target) in self._pairs or target in self(source)  # one arc: no walk
+
+
 def _forward(names: Collection[str], edges: Sequence[GraphEdge]) -> list[_Arc]:
     arcs = _arcs(names, edges)
-    reach = {n: _reach(n, arcs) for n in names}
-    return [a for a in arcs
-            if not (edges[a.edge].max is not None and a.source in reach[a.target] | {a.target})]
+    if all(edges[a.edge].max is None for a in arcs):
+        return arcs
+    reach = _Reach(arcs)  # only what a bounded arc's target reaches is asked
+    return [a for a in arcs if not (edges[a.edge].max is not None
+                                    and (a.source == a.target or reach.leads(a.target, a.source)))]
 
 
 def start_nodes(names: Sequence[str], edges: Sequence[GraphEdge]) -> tuple[str, ...]:
@@ -117,15 +151,23 @@ def topological_order(names: Sequence[str], edges: Sequence[GraphEdge]) -> tuple
     Raises:
         ConfigError: the forward arcs have a cycle (a workflow that does not pass the checks).
     """
-    arcs = _forward(names, edges)
-    waiting = {n: {a.source for a in arcs if a.target == n} for n in names}
+    position = {n: i for i, n in enumerate(names)}
+    after: dict[str, set[str]] = {n: set() for n in names}
+    for arc in _forward(names, edges):
+        after[arc.source].add(arc.target)
+    waiting = Counter(t for targets in after.values() for t in targets)  # distinct sources
+    ready = [i for i, n in enumerate(names) if not waiting[n]]
     order: list[str] = []
-    while len(order) < len(names):
-        ready = [n for n in names if n not in order and not waiting[n] - set(order)]
-        if not ready:
-            raise ConfigError("the workflow has a cycle without a `max`; check it first "
-                              "(squad.validate.problems)")
-        order.append(ready[0])
+    while ready:  # the first ready node in definition order, each time
+        node = names[heapq.heappop(ready)]
+        order.append(node)
+        for target in after[node]:
+            waiting[target] -= 1
+            if not waiting[target]:
+                heapq.heappush(ready, position[target])
+    if len(order) < len(names):
+        raise ConfigError("the workflow has a cycle without a `max`; check it first "
+                          "(squad.validate.problems)")
     return tuple(order)
 
 
@@ -144,6 +186,7 @@ def graph_problems(
     nodes, and templates that name nothing or a node that cannot have run before theirs."""
     at = ("workflows", workflow)
     problems: list[Problem] = []
+    defined = None if agents is None else set(agents)
     if not NAME.match(workflow):
         problems.append(Problem(key_path(at), "a workflow name must start with a letter and hold "
                                 "only letters, digits, '_' or '-' (at most 58 characters); rename it"))
@@ -153,8 +196,8 @@ def graph_problems(
             problems.append(Problem(key_path(where), "a node name must start with a letter and hold "
                                     "only letters, digits, '_' or '-' (at most 58 characters); "
                                     "rename it"))
-        if node.kind == "agent" and agents is not None and node.target not in agents:
-            known = sorted(agents)
+        if node.kind == "agent" and defined is not None and node.target not in defined:
+            known = sorted(defined)
             problems.append(Problem(key_path((*where, "agent")), f"no agent named {node.target!r}; "
                                     f"{did_you_mean(node.target, known)}defined: "
                                     f"{', '.join(known) or 'none'}"))
@@ -171,31 +214,30 @@ def graph_problems(
                                 "node, so none can run first; remove the edge into the node that "
                                 "should start, or give a loop's way back a `max`"))
     problems += cycles
-    forward = _forward(names, edges)
-    reached = set(starts).union(*(_reach(s, forward) for s in starts))
+    reach = _Reach(_forward(names, edges))
+    reached = set(starts) | _reach(starts, reach.after)
     for name in names if starts else ():  # no start node: that one problem says it all
         if name not in reached:
             problems.append(Problem(key_path((*at, "nodes", name)), "unreachable: no path of edges "
                                     f"leads to it from a start node ({', '.join(starts) or 'none'}); "
                                     "add an edge into it from a node that runs, or remove it"))
-    after = {n: _reach(n, forward) for n in names}
-    ancestors = {n: {a for a in names if n in after[a]} for n in names}
     for name, node in nodes.items():
-        problems += _template_problems((*at, "nodes", name), node, names, ancestors[name])
+        problems += _template_problems((*at, "nodes", name), node, names, reach)
     return problems
 
 
 def _edge_problems(at: Location, names: Sequence[str], edges: Sequence[GraphEdge]) -> list[Problem]:
     problems: list[Problem] = []
+    known = set(names)
     for i, edge in enumerate(edges):
         where = (*at, "edges", i)
         for key, listed in (("from", edge.sources), ("to", edge.targets)):
             for name in listed:
-                if name not in names:
+                if name not in known:
                     problems.append(Problem(key_path((*where, key)), f"no node named {name!r}; "
                                             f"{did_you_mean(name, names)}nodes: "
                                             f"{', '.join(names) or 'none'}"))
-            twice = sorted({n for n in listed if listed.count(n) > 1})
+            twice = sorted(n for n, times in Counter(listed).items() if times > 1)
             if twice:
                 problems.append(Problem(key_path((*where, key)), f"{twice[0]!r} is listed twice; "
                                         "remove one"))
@@ -219,19 +261,16 @@ def _cycle_problems(at: Location, names: Sequence[str], edges: Sequence[GraphEdg
     """One problem per cycle of arcs of edges without ``max`` — per group of nodes that all
     lead to each other, and per edge from a node to itself — at the cycle's last edge."""
     unbounded = [a for a in _arcs(names, edges) if edges[a.edge].max is None]
-    reach = {n: _reach(n, unbounded) for n in names}
+    group = {n: i for i, members in enumerate(_components(names, _after(unbounded)))
+             for n in members}
+    inside: dict[int, list[_Arc]] = {}  # the arcs within each group of two or more nodes
+    for arc in unbounded:
+        if arc.source != arc.target and group[arc.source] == group[arc.target]:
+            inside.setdefault(group[arc.source], []).append(arc)
     found: list[tuple[int, str]] = []
-    grouped: set[str] = set()
-    for node in names:
-        group = [n for n in names if n != node and n in reach[node] and node in reach[n]]
-        if not group or node in grouped:
-            continue
-        members = {node, *group}
-        grouped |= members
-        inside = [a for a in unbounded if a.source in members and a.target in members
-                  and a.source != a.target]
-        last = max(inside, key=lambda a: a.edge)
-        loop = _path(last.target, last.source, inside) or [last.source]
+    for arcs in inside.values():
+        last = max(arcs, key=lambda a: a.edge)
+        loop = _path(last.target, last.source, arcs) or [last.source]
         found.append((last.edge, " → ".join([last.source, *loop])))
     found += [(a.edge, f"{a.source} → {a.source}") for a in unbounded if a.source == a.target]
     return [Problem(key_path((*at, "edges", edge)), f"edges form a cycle with no bound ({shown}); "
@@ -239,26 +278,69 @@ def _cycle_problems(at: Location, names: Sequence[str], edges: Sequence[GraphEdg
             for edge, shown in sorted(found)]
 
 
+def _components(names: Sequence[str], after: Mapping[str, Sequence[str]]) -> list[list[str]]:
+    """The strongly connected components of the graph ``after`` over ``names`` (nodes that all
+    lead to each other), by Tarjan's algorithm without recursion: linear in nodes and arcs."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in names:
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        walk = [(root, iter(after.get(root, ())))]
+        while walk:
+            node, targets = walk[-1]
+            for target in targets:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    walk.append((target, iter(after.get(target, ()))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:  # every target of ``node`` done
+                walk.pop()
+                if walk:
+                    parent = walk[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    members: list[str] = []
+                    while not members or members[-1] != node:
+                        members.append(stack.pop())
+                        on_stack.discard(members[-1])
+                    found.append(members)
+    return found
+
+
 def _path(start: str, end: str, arcs: Sequence[_Arc]) -> list[str] | None:
     """The nodes of a shortest path start → … → end (both included), or None."""
+    after = _after(arcs)
     before: dict[str, str | None] = {start: None}
-    todo = [start]
+    todo = deque([start])
     while todo:
-        node = todo.pop(0)
+        node = todo.popleft()
         if node == end:
             path = [node]
             while (prev := before[path[-1]]) is not None:
                 path.append(prev)
             return path[::-1]
-        for arc in arcs:
-            if arc.source == node and arc.target not in before:
-                before[arc.target] = node
-                todo.append(arc.target)
+        for target in after.get(node, ()):
+            if target not in before:
+                before[target] = node
+                todo.append(target)
     return None
 
 
 def _template_problems(where: Location, node: GraphNode, names: Sequence[str],
-                       ancestors: Collection[str]) -> list[Problem]:
+                       reach: _Reach) -> list[Problem]:
+    """The problems of ``node``'s templates; a node it names must be one of its ancestors
+    (``reach.leads(ref, node)``: asked only of the nodes named)."""
     problems: list[Problem] = []
     for loc, text in node.texts:
         path = key_path((*where, *loc))
@@ -274,8 +356,8 @@ def _template_problems(where: Location, node: GraphNode, names: Sequence[str],
             elif ref == node.name:
                 problems.append(Problem(path, f"{{{{ nodes.{ref}.output }}}}: a node cannot use its "
                                         "own output; name a node before it"))
-            elif ref not in ancestors:
-                before = [n for n in names if n in ancestors]
+            elif not reach.leads(ref, node.name):
+                before = [n for n in names if reach.leads(n, node.name)]
                 problems.append(Problem(path, f"{{{{ nodes.{ref}.output }}}}: node {ref!r} cannot "
                                         f"have run before {node.name!r} (no path of edges leads "
                                         f"from it to {node.name!r}); name a node before it "

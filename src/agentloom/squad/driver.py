@@ -284,7 +284,7 @@ class _Drive:
 
     async def _call(self, act: Activation, key: str, call_id: str) -> OperationResult:
         node = self.spec.nodes[act.node]
-        outputs = self.state.latest_outputs()
+        outputs = self.state.outputs  # read now, before the first await: the wave's view
         task = self.run_.task
         bus = self.run_.kernel.bus
         if isinstance(node, CapabilityNode):

@@ -30,7 +30,9 @@ storing its outcome (``squad.driver``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from agentloom.errors import OperationError
 from agentloom.squad.results import NodeOutcome
@@ -67,10 +69,12 @@ class GraphState:
     _latest: dict[str, str] = field(default_factory=dict)  # node -> last succeeded output
     _order: dict[str, int] = field(default_factory=dict)  # node -> its definition position
     _edges_from: dict[str, list[int]] = field(default_factory=dict)  # node -> its edges
+    _sources: dict[int, int] = field(default_factory=dict)  # edge index -> its distinct sources
 
     def __post_init__(self) -> None:
         self._order = {name: i for i, name in enumerate(self.spec.nodes)}
         for i, edge in enumerate(self.spec.edges):
+            self._sources[i] = len(set(edge.sources))
             for source in edge.sources:
                 self._edges_from.setdefault(source, []).append(i)
 
@@ -81,6 +85,12 @@ class GraphState:
     def latest_outputs(self) -> dict[str, str]:
         """Each node's output of its last succeeded activation (what templates read)."""
         return dict(self._latest)
+
+    @property
+    def outputs(self) -> Mapping[str, str]:
+        """``latest_outputs`` as a read-only view, not a copy (a node of a wide wave reads it
+        without copying every output before it); it changes when ``apply`` runs."""
+        return MappingProxyType(self._latest)
 
     def apply(self, wave: list[tuple[Activation, NodeOutcome]]) -> list[Activation]:
         """Record a settled wave's outcomes (any order given: applied in definition order) and
@@ -124,7 +134,7 @@ class GraphState:
                 continue
             arrived = self.arrived.setdefault(i, set())
             arrived.add(node)
-            complete = arrived >= set(edge.sources)
+            complete = len(arrived) == self._sources[i]  # only its sources arrive
             if edge.join == "any" and len(edge.sources) > 1:
                 if i in self.absorbing:
                     if complete:

@@ -47,9 +47,10 @@ def problems(spec: WorkflowSpec, *, agents: Collection[str] | None = None,
              capabilities: Collection[str] | None = None) -> list[Problem]:
     """Every problem of ``spec``, in definition order of what it concerns."""
     known = sorted(capabilities) if capabilities is not None else None
+    offered = set(known or ())
 
     def capability_problem(key: str) -> str | None:
-        if known is None or key in known:
+        if known is None or key in offered:
             return None
         listed = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
         return f"no capability {key!r}; {did_you_mean(key, known)}known: {listed or 'none'}"

@@ -15,6 +15,7 @@ import inspect
 import json
 import time
 import typing
+import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
@@ -158,13 +159,20 @@ class Tool(ABC, Generic[InputT]):
         false`` unless it declares its own (a ``dict[str, X]`` field keeps its value
         schema); ``$ref`` stays inside ``$defs``; pydantic's ``title`` noise is dropped.
 
+        Made once per class and ``input_type`` (the build asks for it per agent that lists the
+        tool, issue #34); each call returns a fresh copy.
+
         Raises:
             CatalogError: the tool is incompletely defined or its schema points outside itself.
         """
         _check_definition(cls)
-        schema = copy.deepcopy(cls.input_type.model_json_schema())
-        _close_schema(schema, tool=cls.name)
-        return schema
+        made = _INPUT_SCHEMAS.get(cls)
+        if made is None or made[0] is not cls.input_type or made[1] != cls.name:
+            schema = copy.deepcopy(cls.input_type.model_json_schema())
+            _close_schema(schema, tool=cls.name)
+            made = (cls.input_type, cls.name, schema)
+            _INPUT_SCHEMAS[cls] = made
+        return copy.deepcopy(made[2])
 
     @classmethod
     def describe(cls) -> ToolDescription:
@@ -173,6 +181,12 @@ class Tool(ABC, Generic[InputT]):
         return ToolDescription(
             name=cls.name, description=cls.description, input_schema=cls.input_schema()
         )
+
+
+_INPUT_SCHEMAS: weakref.WeakKeyDictionary[type, tuple[type, str, dict[str, Any]]] = \
+    weakref.WeakKeyDictionary()
+"""``Tool.input_schema`` by tool class: the ``input_type`` and ``name`` it was made from, and
+the closed schema."""
 
 
 class ToolHandler:
