@@ -85,7 +85,7 @@ def test_i34_2_run_times_follow_the_clock_of_the_process_that_reads_them() -> No
 
 def _project(folder: Path) -> Path:
     turns = [{"tool_calls": [{"name": "exec", "arguments": {
-                 "argv": ["python3", "-c", "import time; time.sleep(6)"], "timeout_s": 60}}]},
+                 "argv": ["python3", "-c", "import time; time.sleep(90)"], "timeout_s": 120}}]},
              {"text": "done"}]
     (folder / "turns.yaml").write_text(json.dumps({"turns": turns}), encoding="utf-8")
     config = folder / "agentloom.yaml"
@@ -150,7 +150,7 @@ def test_i34_2_a_worker_an_hour_ahead_suspends_no_healthy_run(
         store = open_store(durable_store_url)
         try:
             run = get_run(store, run_id)
-            assert run is not None and run.status == "running"
+            assert run is not None and run.status == "running" and run.lease_epoch == 1
             assert takeover_verdict(store, run, 1.0)[0] == "wait"  # in the store's time
             workers = json.loads(subprocess.run(
                 _agentloom("workers", "list", "--all", "--json", "--store", durable_store_url),
@@ -159,7 +159,10 @@ def test_i34_2_a_worker_an_hour_ahead_suspends_no_healthy_run(
             store.close()
         skews = sorted(w["clock_skew_s"] or 0.0 for w in workers)
         assert skews[0] == 0.0 and abs(skews[-1] - HOUR) < 5  # the one ahead is named
-        assert _wait_for(durable_store_url, run_id, "ended") == "succeeded"
+        stopped = subprocess.run(_agentloom("runs", "stop", run_id, "--store", durable_store_url),
+                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        assert stopped.returncode == 0, stopped.stderr
+        assert _wait_for(durable_store_url, run_id, "ended") == "cancelled"  # by its holder
     finally:
         holder.kill()
         holder.communicate()
