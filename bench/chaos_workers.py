@@ -581,10 +581,20 @@ def claims(run_log: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any
 
 def check_holders(run_log: list[dict[str, Any]], revocations: list[dict[str, Any]],
                   killed_at: dict[str, float | None]) -> tuple[int, list[str]]:
-    """Claims of epoch E+1 while the claimer of E lived on without a confirmed receipt."""
+    """Claims of epoch E+1 while the claimer of E lived on without a confirmed receipt and
+    without having handed the run back itself (``pending`` or ``waiting`` at epoch E: it let
+    go at a step boundary; its receipt is committed right after, and a worker may claim the
+    run in between)."""
     claimed = claims(run_log)
     receipts = {(r["run_id"], r["lease_epoch"]): r["created_at"] for r in revocations
                 if r["confirmed"]}
+    for r in run_log:  # a hand-back by the holder of that epoch counts as its receipt
+        holder = claimed.get((r["run_id"], r["epoch"]))
+        if r.get("status") in ("pending", "waiting") and r.get("old_status") == "running" \
+                and r["epoch"] == r["old_epoch"] and holder is not None \
+                and holder["app"] == r["app"]:
+            key = (r["run_id"], r["epoch"])
+            receipts[key] = min(receipts.get(key, r["at"]), r["at"])
     problems = []
     for (run_id, epoch), row in claimed.items():
         before = claimed.get((run_id, epoch - 1))

@@ -109,6 +109,22 @@ def test_i17_chaos_workers_checker_counts_a_second_holder_and_a_stale_commit() -
     assert "written by w0 under epoch 2, held by w1" in problems[0]
 
 
+def test_i34_2_chaos_workers_checker_takes_a_hand_back_by_the_holder_as_its_release() -> None:
+    def row(run: str, old: int, epoch: int, app: str, at: float, old_status: str,
+            status: str) -> dict[str, object]:
+        return {"run_id": run, "old_epoch": old, "epoch": epoch, "app": app, "at": at,
+                "old_status": old_status, "status": status}
+
+    run_log = [row("r1", 0, 1, "w0", 1.0, "pending", "running"),
+               row("r1", 1, 1, "w0", 2.0, "running", "pending"),  # w0 handed it back
+               row("r1", 1, 2, "w1", 3.0, "pending", "running"),
+               row("r2", 0, 1, "w0", 1.0, "pending", "running"),
+               row("r2", 1, 1, "bench", 2.0, "running", "pending"),  # not its holder
+               row("r2", 1, 2, "w1", 3.0, "pending", "running")]
+    held, problems = bench.check_holders(run_log, [], {"w0": None, "w1": None})
+    assert held == 1 and problems[0].startswith("run r2: w1 claimed epoch 2")
+
+
 @pytest.mark.postgres
 @pytest.mark.kill
 def test_i34_2_chaos_workers_in_pid_namespaces_with_a_clock_an_hour_ahead() -> None:
