@@ -590,7 +590,8 @@ def check_holders(run_log: list[dict[str, Any]], revocations: list[dict[str, Any
                 if r["confirmed"]}
     for r in run_log:  # a hand-back by the holder of that epoch counts as its receipt
         holder = claimed.get((r["run_id"], r["epoch"]))
-        if r.get("status") in ("pending", "waiting") and r.get("old_status") == "running" \
+        if r.get("status") in ("pending", "waiting") \
+                and r.get("old_status") in ("running", "suspended") \
                 and r["epoch"] == r["old_epoch"] and holder is not None \
                 and holder["app"] == r["app"]:
             key = (r["run_id"], r["epoch"])
