@@ -8,17 +8,28 @@ The exceptions are raised to the *caller* of the runtime. Every public exception
 
     AgentLoomError                   root; carries an OperationError        [AGENTLOOM_ERROR]
     ├── ConfigError                  a bad configuration, at load / compile  [CONFIG_INVALID]
+    │   └── config._templates.TemplateError  a workflow template that names nothing known
     ├── CatalogError                 a capability catalog that does not compile
     ├── RegistrationError            a second owner for one event type, a bad handler
     ├── StoreError                   a required commit did not happen (never fail-open)
     │   ├── FencedOut                the run's lease epoch moved on: a stale writer
     │   └── RevisionConflict         compare-and-set on a revision lost
+    ├── store.owners.OwnerDeleted    a run or session of a deleted owner      [OWNER_DELETED]
     ├── bus.BatchError               request_many: a member hit a runtime failure [BATCH_FAILED]
     ├── hooks.patch.PatchInvalid     a hook's patch that cannot be accepted  [HOOK_PATCH_*]
     ├── hooks.decision.InvalidDecision  a hook returned no valid decision [HOOK_DECISION_INVALID]
     ├── hooks.threads.HookThreadsExhausted  too many abandoned sync hooks still running
+    ├── hooks.runners._common.HookRunFailed  an out-of-process hook ran and failed
+    │   └── HookStartFailed          a command hook that could not start (its sandbox refused)
+    ├── hooks.claude.shim.ClaudeHookError  a Claude Code hook's answer AgentLoom cannot honour
+    ├── hooks.claude.tools.ClaudeMappingError  a Claude Code name or field with no exact mapping
+    │   └── settings.ClaudeImportError  a settings file (or part) that cannot be imported
+    ├── approvals.errors.ApprovalPending  a before-hook asked: the call waits for a person
+    ├── approvals.errors.ApprovalError  an answer that cannot be recorded
     ├── agent.RunError               start / resume / stop a run             [RUN_ERROR, …]
+    │   └── runtime.SessionBusy      another run occupies the session        [SESSION_BUSY]
     ├── agent.sessions.SessionError  a session used from another scope
+    ├── agent.owners.OwnerDeletionPending  an owner deletion that stopped before the end
     ├── models.errors.ModelAttemptError  one model attempt failed (classified)
     ├── models.gateway.ModelCallFailed   the model call failed after its retries
     ├── models.offline.ScriptError   the scripted test model ran out / was misused
@@ -26,6 +37,15 @@ The exceptions are raised to the *caller* of the runtime. Every public exception
     │                                sandbox/errors.py)
     ├── workspace.WorkspaceError     every file-tool failure (codes in workspace/_errors.py)
     ├── workspace.scope.WorkspaceScopeError  a scope that cannot be resolved
+    ├── mcp.errors.McpError          an MCP server not started, reached or understood
+    ├── mcp.claude_import.McpImportError  a .mcp.json (or entry) that cannot be imported
+    ├── a2a.errors.A2aError          a remote agent whose card or answer cannot be used
+    ├── skills.errors.SkillImportError  a Skill import refused (nothing stored)
+    ├── command.ports.CommandNotExecuted  a command handler that did nothing
+    ├── command.bus.ReceiptNotFound  no receipt of that id for this principal
+    ├── host.problems.Problem        a failed HTTP request, as its problem-details body
+    ├── host.keys.AuthError          a request without a valid API key       [UNAUTHENTICATED]
+    ├── host.keys.ApiKeyError        a key command that cannot be done       [KEY_NOT_FOUND, …]
     ├── cli.jsonl.JsonlCorrupt       (also a ValueError) a damaged JSONL file [JSONL_CORRUPT]
     └── cli.errors.CliFailure        the CLI's own failure, exit 1           [CLI_FAILED]
         └── UsageFailure             the command cannot use its input, exit 2 [USAGE_ERROR]
