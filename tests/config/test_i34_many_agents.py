@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.bench.loader import load_bench
 
 from agentloom.canonical import canonical_json
 from agentloom.catalog import registry
@@ -23,52 +24,8 @@ from agentloom.squad.configured import runtime_from_config
 
 AGENTS = 1000
 
-TOOLS_MODULE = """\
-from agentloom import StrictInput, Tool
-
-
-class EchoInput(StrictInput):
-    text: str
-
-
-class Echo(Tool[EchoInput]):
-    name = "echo"
-    description = "Say the text back."
-
-    async def execute(self, args, ctx):
-        return args.text
-
-
-class AddInput(StrictInput):
-    a: int
-    b: int
-
-
-class Add(Tool[AddInput]):
-    name = "add"
-    description = "Add two numbers."
-
-    async def execute(self, args, ctx):
-        return str(args.a + args.b)
-
-
-class NoteInput(StrictInput):
-    title: str
-    tags: list[str] = []
-
-
-class Note(Tool[NoteInput]):
-    name = "note"
-    description = "Write a note."
-
-    async def execute(self, args, ctx):
-        return args.title
-
-
-echo = Echo()
-add = Add()
-note = Note()
-"""
+# the three SDK tools the bench's agents share (bench/many_agents.py prints the figures)
+TOOLS_MODULE: str = load_bench("many_agents.py").TOOLS_MODULE
 
 
 @pytest.fixture
