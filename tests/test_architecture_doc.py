@@ -52,4 +52,4 @@ def test_i35_7_the_check_sees_a_missing_and_a_misplaced_unit() -> None:
     assert "squad" not in set().union(*layers)
     moved = diagram_layers(page.replace("approvals/  a call", "a call").replace(
         "  bus/  EventBus", "  bus/  approvals/  EventBus"))
-    assert "approvals" in moved[4] and "approvals" not in moved[5]
+    assert "approvals" in moved[6] and "approvals" not in moved[7]

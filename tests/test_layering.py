@@ -44,6 +44,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "agentloom"
 
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"cli", "__main__", "__init__", "testing", "host"}),
+    frozenset({"assembly"}),
+    frozenset({"views"}),
     frozenset({"squad"}),
     frozenset({"agent"}),
     frozenset({"kernel", "environment"}),
@@ -54,7 +56,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"store"}),
     frozenset({"intent", "command"}),
     frozenset({"errors", "ids", "results", "config", "catalog", "canonical", "yamlfile", "cancel",
-               "attempts", "refs", "text", "folders", "limits", "telemetry", "secret_refs"}),
+               "attempts", "refs", "text", "folders", "limits", "telemetry", "secret_refs",
+               "extras"}),
 )
 """Top to bottom (DESIGN.md §2): entry points; agent; composition root; bus; pipeline;
 hooks / context; domain managers; store; pure libraries (intent, command); core. ``squad``

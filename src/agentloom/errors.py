@@ -9,6 +9,7 @@ The exceptions are raised to the *caller* of the runtime. Every public exception
     AgentLoomError                   root; carries an OperationError        [AGENTLOOM_ERROR]
     ├── ConfigError                  a bad configuration, at load / compile  [CONFIG_INVALID]
     │   └── config._templates.TemplateError  a workflow template that names nothing known
+    ├── extras.MissingExtra          a feature whose optional extra is not installed [EXTRA_MISSING]
     ├── CatalogError                 a capability catalog that does not compile
     ├── RegistrationError            a second owner for one event type, a bad handler
     ├── StoreError                   a required commit did not happen (never fail-open)
