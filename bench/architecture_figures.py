@@ -33,20 +33,27 @@ def tables() -> frozenset[str]:
     return frozenset(re.findall(r"CREATE TABLE(?: IF NOT EXISTS)? (\w+)", text))
 
 
+def accesses_in(source: str, known: frozenset[str]) -> list[tuple[int, str, str]]:
+    """(line, call, table) of every call in ``source`` whose first argument names a table."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+            node.func.id if isinstance(node.func, ast.Name) else None
+        first = node.args[0]
+        if name in CALLS and isinstance(first, ast.Constant) and first.value in known:
+            found.append((node.lineno, name, first.value))
+    return sorted(found)
+
+
 def raw_accesses(known: frozenset[str]) -> list[str]:
     found = []
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC)
-        if rel.parts[0] == "store":
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.Call) or not node.args:
-                continue
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else \
-                node.func.id if isinstance(node.func, ast.Name) else None
-            first = node.args[0]
-            if name in CALLS and isinstance(first, ast.Constant) and first.value in known:
-                found.append(f"{rel}:{node.lineno} {name}({first.value!r})")
+        if rel.parts[0] != "store":
+            found += [f"{rel}:{line} {name}({table!r})"
+                      for line, name, table in accesses_in(path.read_text(), known)]
     return found
 
 
