@@ -8,20 +8,17 @@ one per branch. A rule whose requirement the message does not meet cannot match 
 run. A pattern with no usable requirement is always run, so the filter may let through too
 much, never too little: with ``re.IGNORECASE`` an ASCII letter also matches its other case
 and the four non-ASCII letters ``İ ı ſ K`` (Kelvin sign), which ``fold`` maps to ASCII
-before lower-casing. ``re._parser`` is CPython's own parser of the pattern (the one ``re``
-compiles with), read, never changed.
+before lower-casing. The pattern is read by ``intent._pattern`` (written on ``re``'s documented
+syntax; what it does not know it reads as "anything", so it never makes the filter stricter).
 """
 
 from __future__ import annotations
 
-import importlib
 import re
-from typing import Any
+
+from agentloom.intent._pattern import OTHER, Branch, Edge, Group, Literal, Node, Repeat, Unreadable, parse
 
 __all__ = ["MIN_LENGTH", "WORD", "Need", "fold", "keyword_need", "requirement", "words"]
-
-_parser: Any = importlib.import_module("re._parser")
-_c: Any = importlib.import_module("re._constants")
 
 MIN_LENGTH = 3
 """A literal shorter than this is too common to filter on."""
@@ -49,17 +46,16 @@ Need = tuple[bool, str]
 every match contains."""
 
 WORD = re.compile(r"\w+")
-_EDGES = {"AT_BOUNDARY", "AT_BEGINNING", "AT_BEGINNING_STRING", "AT_END", "AT_END_STRING"}
 
 
 def requirement(pattern: str) -> frozenset[Need] | None:
     """Needs at least one of which every match of ``pattern`` meets; ``None`` when no such
     set of strings of at least ``MIN_LENGTH`` characters is found."""
     try:
-        parsed = _parser.parse(pattern)
-    except Exception:  # the rule compiles elsewhere; an unparseable one is simply not filtered
+        parsed = parse(pattern)
+    except Unreadable:  # the rule compiles elsewhere; an unread one is simply not filtered
         return None
-    return _sequence(list(parsed))
+    return _sequence(parsed)
 
 
 def keyword_need(keywords: tuple[str, ...]) -> frozenset[Need] | None:
@@ -85,15 +81,12 @@ def _better(a: frozenset[Need] | None, b: frozenset[Need] | None) -> frozenset[N
     return max(a, b, key=_score)
 
 
-def _is_edge(item: tuple[Any, Any] | None) -> bool:
+def _is_edge(item: Node | None) -> bool:
     """Whether ``item`` guarantees a word ends (or starts) beside it: an edge assertion, or a
     literal non-word character."""
-    if item is None:
-        return False
-    op, av = item
-    if op is _c.AT:
-        return str(av) in _EDGES
-    return op is _c.LITERAL and 32 <= av < 127 and not (chr(av).isalnum() or chr(av) == "_")
+    if isinstance(item, Edge):
+        return True
+    return isinstance(item, Literal) and not (item.char.isalnum() or item.char == "_")
 
 
 def _run_needs(run: str, closed_left: bool, closed_right: bool) -> frozenset[Need] | None:
@@ -110,41 +103,41 @@ def _run_needs(run: str, closed_left: bool, closed_right: bool) -> frozenset[Nee
     return best
 
 
-def _sequence(items: list[tuple[Any, Any]], left: tuple[Any, Any] | None = None,
-              right: tuple[Any, Any] | None = None) -> frozenset[Need] | None:
+def _sequence(items: tuple[Node, ...], left: Node | None = None,
+              right: Node | None = None) -> frozenset[Need] | None:
     """The best need of a sequence; ``left`` / ``right`` are the items beside it in the
     enclosing sequence (a group's neighbours), so a word at its edge can count as whole."""
     best: frozenset[Need] | None = None
     run: list[str] = []
-    before: tuple[Any, Any] | None = None  # the item before the current run
+    before: Node | None = None  # the item before the current run
 
-    def beside(i: int) -> tuple[Any, Any] | None:
+    def beside(i: int) -> Node | None:
         if i < 0:
             return left
         return items[i] if i < len(items) else right
 
-    def flush(after: tuple[Any, Any] | None) -> None:
+    def flush(after: Node | None) -> None:
         nonlocal best
         if run:
             best = _better(best, _run_needs("".join(run), _is_edge(before), _is_edge(after)))
         run.clear()
 
-    for i, (op, av) in enumerate(items):
-        if op is _c.LITERAL and 32 <= av < 127:
+    for i, item in enumerate(items):
+        if isinstance(item, Literal):
             if not run:
                 before = beside(i - 1)
-            run.append(chr(av).lower())
+            run.append(item.char.lower())
             continue
-        flush((op, av))
-        if op is _c.SUBPATTERN:
-            best = _better(best, _sequence(list(av[-1]), beside(i - 1), beside(i + 1)))
-        elif op is _c.BRANCH:
-            branches = [_sequence(list(b), beside(i - 1), beside(i + 1)) for b in av[1]]
+        flush(item)
+        if isinstance(item, Group):
+            best = _better(best, _sequence(item.items, beside(i - 1), beside(i + 1)))
+        elif isinstance(item, Branch):
+            branches = [_sequence(b, beside(i - 1), beside(i + 1)) for b in item.options]
             if branches and all(b is not None for b in branches):
                 best = _better(best, frozenset().union(*(b for b in branches if b is not None)))
-        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT) and av[0] >= 1:
-            best = _better(best, _sequence(list(av[2])))
-        elif op is _c.ATOMIC_GROUP:
-            best = _better(best, _sequence(list(av)))
+        elif isinstance(item, Repeat) and item.least >= 1:
+            best = _better(best, _sequence(item.items))
+        else:
+            assert item is OTHER or isinstance(item, (Edge, Repeat))
     flush(right)
     return best
