@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import pkgutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -258,13 +259,13 @@ def _arguments(envelope: OperationResult | None) -> dict[str, Any]:
 
 
 def import_ref(ref: str) -> Callable[..., Any]:
-    """The function ``module:attr`` names (the module on ``sys.path``)."""
-    import importlib
+    """The function ``module:attr`` names (the module on ``sys.path``; ``pkgutil.resolve_name``).
 
-    module_name, _, attr = ref.partition(":")
-    target: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        target = getattr(target, part)
+    Raises:
+        ImportError, AttributeError: the module does not import, or lacks the attribute.
+        TypeError: what ``ref`` names is not callable.
+    """
+    target: Any = pkgutil.resolve_name(ref)
     if not callable(target):
         raise TypeError(f"{ref!r} is not callable")
     return target  # type: ignore[no-any-return]
