@@ -3,10 +3,15 @@
 ``openai_chat`` (Chat Completions) and ``openai_responses`` (Responses API) each send one
 request per Attempt and yield provider events; provider presets choose the protocol and
 supply the body builder and reasoning extractor. ``adapter_for`` picks by
-``Connection.protocol``.
+``Connection.protocol`` from ``ADAPTERS``: a new wire protocol is one module here, one line in
+``ADAPTERS`` and its name in ``models.ports.WireProtocol`` (docs/architecture.md, "Where a
+change goes"). A model that speaks no wire protocol at all is a ``ModelAdapter`` passed as the
+agent's ``model`` — no registry needed.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
 
 from openai import AsyncOpenAI
 
@@ -22,9 +27,10 @@ from agentloom.models.adapters.openai_responses import (
     build_responses_body,
     responses_input,
 )
-from agentloom.models.ports import Connection
+from agentloom.models.ports import Connection, ModelAdapter, WireProtocol
 
 __all__ = [
+    "ADAPTERS",
     "OpenAIAdapterBase",
     "OpenAIChatAdapter",
     "OpenAIResponsesAdapter",
@@ -37,10 +43,16 @@ __all__ = [
 ]
 
 
-def adapter_for(
-    connection: Connection, *, client: AsyncOpenAI | None = None
-) -> OpenAIChatAdapter | OpenAIResponsesAdapter:
+AdapterFactory = Callable[..., ModelAdapter]
+"""``factory(connection, client=…)``: the adapter of one connection (and event loop)."""
+
+ADAPTERS: Mapping[WireProtocol, AdapterFactory] = {
+    "chat": OpenAIChatAdapter,
+    "responses": OpenAIResponsesAdapter,
+}
+"""``Connection.protocol`` -> the adapter class that speaks it."""
+
+
+def adapter_for(connection: Connection, *, client: AsyncOpenAI | None = None) -> ModelAdapter:
     """The adapter for ``connection.protocol`` (one per connection and event loop)."""
-    if connection.protocol == "responses":
-        return OpenAIResponsesAdapter(connection, client=client)
-    return OpenAIChatAdapter(connection, client=client)
+    return ADAPTERS[connection.protocol](connection, client=client)
