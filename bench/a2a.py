@@ -48,7 +48,7 @@ from a2a.client.card_resolver import A2ACardResolver  # noqa: E402
 from a2a.types import Message, Part, Role, SendMessageRequest  # noqa: E402
 from a2a_lab import Lab, start_lab  # noqa: E402
 
-from agentloom.agent.configured import runtime_from_config  # noqa: E402
+from agentloom.assembly import runtime_from_config  # noqa: E402
 from agentloom.config import load_config  # noqa: E402
 
 TARGET_RATIO = 1.3

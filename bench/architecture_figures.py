@@ -29,8 +29,10 @@ CALLS = frozenset({"get", "query", "Put", "Insert", "Delete", "Update"})
 
 
 def tables() -> frozenset[str]:
+    """Every table the migrations create or rename one to (``events`` became ``run_controls``)."""
     text = "\n".join(p.read_text() for p in (SRC / "store").glob("*.py"))
-    return frozenset(re.findall(r"CREATE TABLE(?: IF NOT EXISTS)? (\w+)", text))
+    return frozenset(re.findall(r"CREATE TABLE(?: IF NOT EXISTS)? (\w+)", text)
+                     + re.findall(r"ALTER TABLE \w+ RENAME TO (\w+)", text))
 
 
 def accesses_in(source: str, known: frozenset[str]) -> list[tuple[int, str, str]]:

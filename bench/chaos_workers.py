@@ -742,7 +742,7 @@ async def submit_all(runtime: Any, runs: int) -> list[str]:
 async def _run(config: Path, url: str, *, workers: int, concurrency: int, runs: int,
                kills: int, pauses: int, timeout_s: float, rng: random.Random, shape: Shape
                ) -> tuple[list[str], Chaos, bool, float]:
-    from agentloom.agent.configured import runtime_from_config
+    from agentloom.assembly import runtime_from_config
     from agentloom.config import load_config
 
     runtime = runtime_from_config(load_config(config), store=url)

@@ -356,8 +356,8 @@ def ledger(path: Path) -> dict[str, list[str]]:
 
 def check(url: str, ledger_path: Path, run_ids: list[str]) -> dict[str, Any]:
     """Every figure and every violation, from the store, its audit and the ledger."""
-    from agentloom.agent.views import run_detail
     from agentloom.store import open_store
+    from agentloom.views import run_detail
 
     effects = ledger(ledger_path)
     audit = node_log(url)

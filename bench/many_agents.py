@@ -10,7 +10,7 @@ For each ``--agents`` size it writes, in a fresh temporary folder, an ``agentloo
 many agents on the offline ``{builtin: test}`` model, every agent listing the same three SDK
 tools (``tools_i34:echo``, ``:add``, ``:note`` — three distinct input schemas, in a module beside
 the file) and two built-ins, and builds it the way ``agentloom run`` does: ``load_config``, then
-``agentloom.squad.configured.runtime_from_config`` (check, catalogs, agent specs, the release
+``agentloom.assembly.runtime_from_config`` (check, catalogs, agent specs, the release
 published: every schema compiled). Each size runs in a fresh interpreter, so no process-wide
 cache is warm. Printed per size: seconds to load, to build, and both; the schema compiles the
 build made (``catalog.registry``'s calls of ``compile_schema``) and the capabilities it
@@ -94,9 +94,9 @@ def write_config(folder: Path, agents: int) -> Path:
 
 def measure(agents: int) -> dict[str, Any]:
     """Load and build ``agents`` agents in this interpreter (``--one``)."""
+    from agentloom.assembly import runtime_from_config
     from agentloom.catalog import registry
     from agentloom.config import load_config
-    from agentloom.squad.configured import runtime_from_config
 
     compiles = 0
     compile_schema = registry.compile_schema

@@ -60,7 +60,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 from mcp.client.stdio import stdio_client  # noqa: E402
 
-from agentloom.agent.configured import runtime_from_config  # noqa: E402
+from agentloom.assembly import runtime_from_config  # noqa: E402
 from agentloom.config import load_config  # noqa: E402
 from mcp import Client, ClientSession, StdioServerParameters  # noqa: E402
 

@@ -10,7 +10,7 @@ Run from the repository root::
 Writes ``--skills`` skill folders (name, a one-sentence description of 60-200 characters,
 a body of ~2 KB and a script each), imports them into an in-memory store through the real
 import pipeline, binds them all to one role (``skills: "*"``) and measures the UTF-8 bytes
-the listing (``skills.runtime.skill_listing``, what ``agent/configured.py`` appends to the
+the listing (``skills.runtime.skill_listing``, what ``assembly/agents.py`` appends to the
 agent's instructions) adds to the system prompt: the figure is bytes per 10 skills, header
 included. It also says how many of those bytes are the names and descriptions themselves,
 and checks that no body byte reaches the prompt.

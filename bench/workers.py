@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, get_args
 
-from agentloom.agent.configured import runtime_from_config
+from agentloom.assembly import runtime_from_config
 from agentloom.config import load_config
 from agentloom.results import TerminalRunStatus
 from agentloom.store import open_store

@@ -20,7 +20,7 @@ import uvicorn
 from a2a.client import ClientConfig, create_client
 from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
 
-from agentloom.agent.configured import runtime_from_config
+from agentloom.assembly import runtime_from_config
 from agentloom.config import load_config
 from agentloom.host import create_key
 from agentloom.host.app import create_app

@@ -53,3 +53,44 @@ def test_i35_7_the_check_sees_a_missing_and_a_misplaced_unit() -> None:
     moved = diagram_layers(page.replace("approvals/  a call", "a call").replace(
         "  bus/  EventBus", "  bus/  approvals/  EventBus"))
     assert "approvals" in moved[6] and "approvals" not in moved[7]
+
+
+ROOT = PAGE.parents[1]
+
+
+def named_paths(section: str) -> list[str]:
+    """The files and folders a section names in backticks (``store/url.py``, ``host/``,
+    ``tests/test_layering.py``); names with a placeholder (``<kind>``) are left out."""
+    tokens = re.findall(r"`([^`\s]+)`", section)
+    return [t for t in tokens if ("/" in t or t.endswith(".py")) and "<" not in t
+            and not t.startswith(("agentloom.", "http"))]
+
+
+def exists(name: str) -> bool:
+    """Whether ``name`` (a glob) is a file or folder of the package or of the repository."""
+    return any(list(base.glob(name.rstrip("/"))) for base in (ROOT / "src" / "agentloom", ROOT))
+
+
+def test_i35_7_where_a_change_goes_names_only_files_that_exist() -> None:
+    page = PAGE.read_text(encoding="utf-8")
+    section = page.split("Three seams keep the layers honest", 1)[1].split("## The life of", 1)[0]
+    assert "## Where a change goes" in section
+    for change in ("a hook handler kind", "a store backend", "a model wire protocol",
+                   "a protocol binding", "a CLI command", "a config section"):
+        assert f"| {change}" in section, change
+    named = named_paths(section)
+    assert len(named) > 30
+    folder = ""  # "store/runs.py, `approvals.py`": a bare name is beside the path before it
+    missing = []
+    for name in named:
+        if exists(name):
+            folder = name.rsplit("/", 1)[0] if "/" in name else folder
+        elif not (folder and exists(f"{folder}/{name}")):
+            missing.append(name)
+    assert missing == [], f"docs/architecture.md names files that do not exist: {missing}"
+
+
+def test_i35_7_the_file_check_sees_a_file_that_does_not_exist() -> None:
+    assert exists("store/url.py") and exists("host/routes_*.py") and exists("docs/hooks.md")
+    assert not exists("store/oracle.py")
+    assert named_paths("`store/oracle.py`, `hooks/handlers/<kind>.py`, `x`") == ["store/oracle.py"]

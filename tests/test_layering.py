@@ -30,7 +30,10 @@ layer or any layer below. Where DESIGN's diagram leaves a unit out, it sits here
 
 The one exception DESIGN allows is a port: a Protocol beside its consumer may be imported
 from below by the code that implements it (``PORTS``); the port module itself must then
-import nothing above its importer. A new unit fails the test until it is given a layer.
+import nothing above its importer. The other is a deprecated import path (``SHIMS``): a module
+kept where docs once showed it, holding nothing but a module ``__getattr__`` that imports each
+name lazily from the one module it may import (issue #35: ``agent.configured`` ->
+``assembly``). A new unit fails the test until it is given a layer.
 """
 
 from __future__ import annotations
@@ -71,6 +74,17 @@ PORTS: Mapping[str, frozenset[str]] = {
     "agentloom.pipeline.ports": frozenset({"models", "tools", "mcp", "a2a"}),
 }
 """Port module -> the units below it that may import it (the ones that implement it)."""
+
+SHIMS: Mapping[str, str] = {
+    # issue #35 item 1: building a Runtime from a Config moved up to ``assembly``; these paths
+    # are in docs (python.md, cli.md, config.md, workflows.md, upgrading.md) and stay importable.
+    "agentloom.agent.configured": "agentloom.assembly",
+    "agentloom.agent.config_parts": "agentloom.assembly",
+    "agentloom.squad.configured": "agentloom.assembly",
+}
+"""Deprecated module -> the one module above it that it may import, lazily, in its module
+``__getattr__`` (each name re-exported with a ``DeprecationWarning``). That it holds nothing
+else is pinned by ``test_i35_1_each_shim_is_only_a_lazy_re_export``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,11 +154,12 @@ def unranked(units: Iterable[str], layers: Sequence[frozenset[str]]) -> list[str
 
 def upward_imports(
     imports: Iterable[Import], layers: Sequence[frozenset[str]],
-    ports: Mapping[str, frozenset[str]] = PORTS,
+    ports: Mapping[str, frozenset[str]] = PORTS, shims: Mapping[str, str] = SHIMS,
 ) -> list[str]:
     """Each import of a unit in a higher layer than the importer's (or of a unit no layer
     holds), unless it is a port its importer may use and that port itself imports nothing
-    above the importer — not even from its own package."""
+    above the importer — not even from its own package — or the importer is a shim importing
+    exactly the module ``shims`` names for it."""
     ranked = rank(layers)
     imports = list(imports)
     by_importer: dict[str, list[Import]] = {}
@@ -154,7 +169,7 @@ def upward_imports(
     for i in imports:
         if i.unit not in ranked or i.target not in ranked:
             found.append(f"{i.where} imports {i.module} (no layer holds {i.unit} or {i.target})")
-        elif i.target == i.unit or ranked[i.target] >= ranked[i.unit]:
+        elif i.target == i.unit or ranked[i.target] >= ranked[i.unit] or shims.get(i.importer) == i.module:
             continue
         elif i.unit in ports.get(i.module, frozenset()):
             found += [f"{i.where} imports port {i.module}, which imports {p.module} ({p.where})"
@@ -224,7 +239,8 @@ def test_13_6_dependencies_point_down() -> None:
 
 
 def test_13_6_no_package_cycle() -> None:
-    assert package_cycles(unit_graph(src_imports())) == []
+    # a shim's lazy import of its target is the one edge back up (SHIMS), not a dependency
+    assert package_cycles(unit_graph(i for i in src_imports() if SHIMS.get(i.importer) != i.module)) == []
 
 
 def test_13_6_config_imports_nothing_above_the_core() -> None:
@@ -301,3 +317,39 @@ def test_13_6_imports_are_read_from_functions_type_checking_and_relative_forms(t
     assert sorted((i.module, i.target) for i in found) == [
         ("agentloom.agent.runtime", "agent"), ("agentloom.bus", "bus"),
         ("agentloom.pipeline", "pipeline"), ("agentloom.tools", "tools")]
+
+
+# -- deprecated import paths (issue #35 item 1) --------------------------------------------------
+
+
+def _shim_file(module: str) -> Path:
+    return SRC.joinpath(*module.split(".")[1:]).with_suffix(".py")
+
+
+def test_i35_1_each_shim_is_only_a_lazy_re_export() -> None:
+    """A shim is a docstring, ``typing`` / ``__future__`` imports and one module
+    ``__getattr__`` that imports its one target inside it and warns ``DeprecationWarning``."""
+    assert SHIMS, "no shim listed"
+    for module, target in SHIMS.items():
+        path = _shim_file(module)
+        docstring, *rest = ast.parse(path.read_text(encoding="utf-8")).body
+        assert isinstance(docstring, ast.Expr) and isinstance(docstring.value, ast.Constant) \
+            and isinstance(docstring.value.value, str), f"{module}: no docstring first"
+        functions = [n for n in rest if isinstance(n, ast.FunctionDef)]
+        others = [n for n in rest if n not in functions and not (
+            isinstance(n, ast.ImportFrom) and n.module in ("typing", "__future__"))]
+        assert others == [], f"{module} holds more than a lazy re-export (line {others[0].lineno})"
+        assert [f.name for f in functions] == ["__getattr__"], module
+        assert {i.module for i in imports_of(path)} == {target}, module
+        assert "DeprecationWarning" in {n.id for n in ast.walk(functions[0]) if isinstance(n, ast.Name)}
+
+
+def test_i35_1_checker_allows_a_shim_its_one_import_and_nothing_else() -> None:
+    shims = {"agentloom.workspace.old": "agentloom.pipeline"}
+    shim = _imp("workspace", "agentloom.pipeline", "workspace/old.py")
+    assert upward_imports([shim], _SYNTHETIC_LAYERS, ports={}, shims=shims) == []
+    others = [_imp("workspace", "agentloom.pipeline"),  # not a shim
+              _imp("workspace", "agentloom.pipeline.records", "workspace/old.py")]  # not its target
+    assert upward_imports([shim, *others], _SYNTHETIC_LAYERS, ports={}, shims=shims) == [
+        "workspace/x.py:1 imports agentloom.pipeline (workspace is below pipeline)",
+        "workspace/old.py:1 imports agentloom.pipeline.records (workspace is below pipeline)"]

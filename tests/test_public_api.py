@@ -10,8 +10,8 @@ EXPECTED = {
     "HookDecision", "HookMatch", "HookOutcome", "HookSpec", "InvocationContext", "Kernel",
     "Limits", "OperationError", "OperationResult", "OwnerRef", "RegistrationError",
     "RequestItem", "RetryPolicy", "RunError", "RunHandle", "RunLease", "RunResult", "Runtime",
-    "StoreError", "StrictInput", "Tool", "ToolContext", "ToolResult", "hook", "open_store",
-    "tool",
+    "RuntimeOptions", "StoreError", "StrictInput", "Tool", "ToolContext", "ToolResult", "hook",
+    "open_store", "tool",
 }
 
 

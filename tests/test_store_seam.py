@@ -15,58 +15,41 @@ fails too until its entry is lowered (or removed), so the list always says what 
 
 from __future__ import annotations
 
-import sys
+import importlib.util
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+_SPEC = importlib.util.spec_from_file_location(
+    "architecture_figures", ROOT / "bench" / "architecture_figures.py")
+assert _SPEC is not None and _SPEC.loader is not None
+architecture_figures = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(architecture_figures)  # bench/ stays off sys.path (its a2a.py would
+# hide the a2a SDK from every later test of the process)
 
-import architecture_figures  # noqa: E402
-
-CEILING = 144
+CEILING = 49
 """The sum of ``ALLOWED`` — lower it with every entry you lower; never raise it."""
 
 ALLOWED: dict[str, int] = {
     "agent/commands.py": 2,
-    "agent/config_commands.py": 1,
-    "agent/configured.py": 2,
-    "agent/diagnosis.py": 2,
+    "agent/controls.py": 4,
+    "agent/endings.py": 1,
     "agent/events.py": 1,
     "agent/leases.py": 1,
     "agent/owners.py": 11,
-    "agent/runtime.py": 3,
+    "agent/release.py": 1,
     "agent/sessions.py": 8,
-    "agent/views.py": 3,
+    "agent/starts.py": 1,
     "agent/worker.py": 2,
-    "agent/workflow_view.py": 1,
-    "approvals/answers.py": 9,
-    "approvals/records.py": 1,
-    "cli/owners.py": 1,
-    "cli/queue.py": 2,
-    "context/blobs.py": 6,
-    "context/manager.py": 7,
-    "context/results.py": 1,
-    "hooks/runners/mcp.py": 1,
-    "host/a2a_handler.py": 4,
-    "host/a2a_list.py": 3,
-    "host/access.py": 1,
-    "host/app.py": 1,
-    "host/keys.py": 5,
-    "host/routes_runs.py": 6,
-    "kernel.py": 8,
-    "pipeline/chain.py": 1,
-    "pipeline/commits.py": 3,
-    "pipeline/records.py": 4,
-    "results.py": 1,
-    "skills/runtime.py": 2,
-    "skills/versions.py": 12,
-    "squad/driver.py": 3,
-    "squad/resolver.py": 1,
-    "squad/results.py": 1,
-    "testing/killharness.py": 4,
-    "workspace/cleanup.py": 8,
-    "workspace/scope.py": 11,
+    "assembly/agents.py": 1,
+    "assembly/commands.py": 1,
+    "assembly/runtime.py": 1,
+    "hooks/handlers/mcp.py": 1,
+    "host/a2a/handler.py": 4,
+    "host/a2a/list.py": 3,
+    "views/diagnosis.py": 2,
+    "views/runs.py": 3,
+    "views/workflow.py": 1,
 }
 
 

@@ -23,7 +23,6 @@ import pytest
 from agentloom.agent import AgentSpec, Runtime
 from agentloom.agent.events import envelope_status
 from agentloom.agent.leases import is_interrupted
-from agentloom.agent.views import run_detail
 from agentloom.errors import ERROR_PHASES, ErrorPhase, OperationError
 from agentloom.models.offline import Script, ScriptModel
 from agentloom.results import (
@@ -36,6 +35,7 @@ from agentloom.results import (
 )
 from agentloom.store import open_store
 from agentloom.store.records import OperationRecord, RunRecord, get_run, operations, runs
+from agentloom.views import run_detail
 
 WAIT_S = 60.0
 

@@ -53,10 +53,19 @@ from agentloom.store import open_store
 from agentloom.tools import StrictInput, Tool, ToolContext, tool
 
 if TYPE_CHECKING:
-    from agentloom.agent import AgentSpec, Limits, RunError, RunHandle, RunResult, Runtime
+    from agentloom.agent import (
+        AgentSpec,
+        Limits,
+        RunError,
+        RunHandle,
+        RunResult,
+        Runtime,
+        RuntimeOptions,
+    )
 
 _LAZY = {name: "agentloom.agent" for name in
-         ("AgentSpec", "Limits", "RunError", "RunHandle", "RunResult", "Runtime")}
+         ("AgentSpec", "Limits", "RunError", "RunHandle", "RunResult", "Runtime",
+          "RuntimeOptions")}
 
 
 def __getattr__(name: str) -> Any:
@@ -103,6 +112,7 @@ __all__ = [
     "RunLease",
     "RunResult",
     "Runtime",
+    "RuntimeOptions",
     "StoreError",
     "StrictInput",
     "Tool",

@@ -11,7 +11,19 @@ the rest comes with an extra::
     all        every one of them
 
 A feature whose extra is missing refuses with ``MissingExtra`` — one line naming the feature
-and the ``pip install`` that adds it — before anything of the run is created.
+and the ``pip install`` that adds it — before anything of the run is created. Where each
+feature checks (docs/install.md has the user's table)::
+
+    mcp        assembly.mcp.mcp_catalog (a config's MCP servers and MCP hooks), the
+               ``agentloom mcp`` commands, ``import agentloom.mcp``
+    a2a        assembly.a2a.a2a_catalog (a config's A2A agents); without it ``agentloom
+               serve`` answers its A2A paths with a problem naming the extra (host.app)
+    serve      ``agentloom serve`` (cli.serve)
+    postgres   a ``postgresql://`` store URL (store.url)
+    otel       a runtime that traces (telemetry.switch)
+
+``MissingExtra`` is an ``ImportError`` too, so code that guards an optional import with
+``except ImportError`` keeps working.
 """
 
 from __future__ import annotations
@@ -21,19 +33,19 @@ from collections.abc import Mapping
 
 from agentloom.errors import AgentLoomError
 
-__all__ = ["EXTRAS", "MissingExtra", "has_extra", "require"]
+__all__ = ["EXTRAS", "MissingExtra", "has_extra", "missing", "require"]
 
 EXTRAS: Mapping[str, tuple[str, ...]] = {
     "mcp": ("mcp",),
     "a2a": ("a2a",),
     "serve": ("starlette", "uvicorn"),
     "postgres": ("psycopg",),
-    "otel": ("opentelemetry.sdk",),
+    "otel": ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"),
 }
 """Extra -> the top-level modules it installs (all must be importable)."""
 
 
-class MissingExtra(AgentLoomError):
+class MissingExtra(AgentLoomError, ImportError):
     """A feature was used whose optional dependencies are not installed (``EXTRA_MISSING``);
     the message names the extra to install."""
 
@@ -61,5 +73,10 @@ def require(extra: str, feature: str) -> None:
         MissingExtra: a module of the extra cannot be imported.
     """
     if not has_extra(extra):
-        raise MissingExtra(f"{feature} needs the '{extra}' extra: "
-                           f"pip install 'agentloom[{extra}]'")
+        raise missing(extra, feature)
+
+
+def missing(extra: str, feature: str) -> MissingExtra:
+    """The ``MissingExtra`` that ``require`` raises, for code that answers it another way (the
+    host's A2A paths answer it as a problem)."""
+    return MissingExtra(f"{feature} needs the '{extra}' extra: pip install 'agentloom[{extra}]'")

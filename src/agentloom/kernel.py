@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from agentloom.bus import EventBus
 from agentloom.cancel import CancelToken
@@ -24,9 +24,10 @@ from agentloom.environment import RunEnvironment
 from agentloom.errors import RegistrationError
 from agentloom.folders import default_workspace_root
 from agentloom.hooks import HookLike, hook_specs
-from agentloom.hooks.decision import HookOutcome
+from agentloom.hooks.decision import ExecutionStatus, HookOutcome
 from agentloom.hooks.fields import fields_document
 from agentloom.hooks.manager import HookManager
+from agentloom.hooks.runner import HookRunner
 from agentloom.ids import new_id
 from agentloom.models.gateway import ModelGateway, is_model_capability, message_scope
 from agentloom.models.manager import ModelManager
@@ -38,15 +39,18 @@ from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.pipeline.records import OperationState
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.refs import OwnerRef, Principal
-from agentloom.results import OperationResult, TerminalRunStatus
+from agentloom.results import OperationResult, RunStatus, TerminalRunStatus
 from agentloom.sandbox import EnvironmentPolicy
 from agentloom.sandbox.ports import SandboxBackend
 from agentloom.skills.runtime import SKILL_TOOLS, SkillBindings
 from agentloom.skills.tools import skill_capability
-from agentloom.store import Insert, Op, Put, Store, WriteSet, open_store
+from agentloom.store import Insert, Op, Store, WriteSet, open_store, records
+from agentloom.store import runs as run_rows
 from agentloom.store.holders import holder_id
+from agentloom.store.operations import hook_invocations
 from agentloom.store.owners import check_owner
 from agentloom.store.ports import Fence
+from agentloom.store.revocations import revocation_put
 from agentloom.tools.builtin.exec import ExecHandler
 from agentloom.tools.manager import ToolManager
 from agentloom.tools.sdk import Tool, ToolHandler
@@ -108,6 +112,7 @@ class Kernel:
         *,
         hooks: Sequence[HookLike] = (),
         hook_functions: Mapping[str, Callable[..., Any]] | None = None,
+        hook_runners: Mapping[str, HookRunner] | None = None,
         preview_limit: int = 4096,
         workspace_root: Path | str | None = None,
         sandbox: EnvironmentPolicy | None = None,
@@ -124,7 +129,7 @@ class Kernel:
         self.coordinator = CommitCoordinator(self.store)
         self.registry = CapabilityRegistry()
         specs, functions = hook_specs(hooks, hook_functions)
-        self.hooks = HookManager(specs, functions=functions)
+        self.hooks = HookManager(specs, functions=functions, runners=hook_runners)
         self.context = ContextManager(self.store, preview_limit=preview_limit)
         self.pipeline = InvocationPipeline(
             store=self.store, coordinator=self.coordinator, registry=self.registry,
@@ -291,10 +296,9 @@ class Kernel:
             self.environment.scopes.check_bindable(workdir, self.run_is_running)
         # created already held by this process (epoch 1): nobody else can have claimed a run
         # that did not exist, so the insert is the claim — one commit, not two
-        row = self._run_row(run_id, "running", owner, data, principal=principal)
-        row.update(lease_epoch=1, lease_owner=self.worker_id,
-                   lease_expires_at=self.store.now() + lease_ttl_s)
-        ops: list[Op] = [Insert("runs", row)]
+        ops: list[Op] = [self._new_run(run_id, "running", owner, data, principal=principal,
+                                       lease=(1, self.worker_id,
+                                              self.store.now() + lease_ttl_s))]
         scope = None
         if workspace and workdir is None:  # its scope is registered in the same commit
             scope, scope_ops = await self.environment.plan_workspace(
@@ -312,21 +316,17 @@ class Kernel:
                                                   workdir=workdir, keep=keep_workspace)
         return lease
 
-    def _run_row(self, run_id: str, status: str, owner: OwnerRef,
+    def _new_run(self, run_id: str, status: RunStatus, owner: OwnerRef,
                  data: Mapping[str, Any] | None, priority: int = 0,
-                 principal: Principal | None = None) -> dict[str, Any]:
-        """A new ``runs`` row; its agent and release are columns too (a queue claim filters and
-        counts by them), and so is whom it is done for (the host reads by them)."""
-        now = time.time()
+                 principal: Principal | None = None,
+                 lease: tuple[int, str, float] | None = None) -> Insert:
+        """The insert of a new ``runs`` row (``store.runs.new_run_op``): its data names its owner
+        and sandbox backend; ``lease``: created already held."""
         run_data = dict(data or {})
         run_data["owner"] = owner.to_dict()
         run_data["sandbox_backend"] = self.environment.sandbox_backend
-        return {"run_id": run_id, "status": status, "lease_epoch": 0, "lease_owner": None,
-                "created_at": now, "updated_at": now, "data": run_data,
-                "agent": run_data.get("agent"), "release_id": run_data.get("release_id"),
-                "priority": priority,
-                "actor": principal.actor if principal else None,
-                "project": principal.project if principal else None}
+        return run_rows.new_run_op(run_id, status=status, data=run_data, created_at=time.time(),
+                                   priority=priority, principal=principal, lease=lease)
 
     async def submit_run(self, *, run_id: str | None = None, data: Mapping[str, Any],
                          owner: OwnerRef, priority: int = 0,
@@ -335,8 +335,8 @@ class Kernel:
         claim gives it both). A deleted owner is refused (``OWNER_DELETED``) first."""
         run_id = run_id or new_id()
         check_owner(self.store, owner)
-        await self.coordinator.commit(WriteSet((Insert("runs", self._run_row(
-            run_id, "pending", owner, data, priority, principal)),)))
+        await self.coordinator.commit(WriteSet((self._new_run(
+            run_id, "pending", owner, data, priority, principal),)))
         return run_id
 
     def claim_next(self, *, agents: Collection[str], release_id: str, worker_cap: int,
@@ -366,8 +366,8 @@ class Kernel:
         return RunLease(lease.run_id, lease.lease_epoch, scope.workspace_scope_id)
 
     def run_is_running(self, run_id: str) -> bool:
-        row = self.store.get("runs", {"run_id": run_id})
-        return row is not None and row["status"] == "running"
+        run = run_rows.get_run(self.store, run_id, lenient=True)
+        return run is not None and run.stored_status == "running"
 
     def claim(self, run_id: str, *, lease_ttl_s: float = 60.0,
               only_if_expired: bool = False, expect_epoch: int | None = None) -> RunLease:
@@ -471,11 +471,11 @@ class Kernel:
         confirmed gone; a receipt that cannot be written is logged, never raised (the run was
         let go already)."""
         receipt = await self.environment.revoke(lease.run_id, lease.lease_epoch)
-        row = {"run_id": lease.run_id, "lease_epoch": lease.lease_epoch,
-               "worker_id": self.worker_id, "confirmed": 1 if receipt.confirmed else 0,
-               "created_at": self.store.now(), "data": {"killed": receipt.killed}}
+        row = revocation_put(run_id=lease.run_id, lease_epoch=lease.lease_epoch,
+                             worker_id=self.worker_id, confirmed=receipt.confirmed,
+                             created_at=self.store.now(), killed=receipt.killed)
         try:
-            await self.coordinator.commit(WriteSet((Put("revocations", row),)))
+            await self.coordinator.commit(WriteSet((row,)))
         except Exception as exc:
             log.warning("run %s: the revocation receipt of epoch %d was not recorded: %s",
                         lease.run_id, lease.lease_epoch, exc)
@@ -498,7 +498,9 @@ class Kernel:
 
     async def _commit_run(self, lease: RunLease, row: Mapping[str, Any], *also: Op) -> None:
         """One commit of the run's row (and ``also``), fenced by the lease's epoch."""
-        await self.coordinator.commit(WriteSet((Put("runs", row), *also),
+        changes = {column: value for column, value in row.items() if column != "run_id"}
+        await self.coordinator.commit(WriteSet((run_rows.update_run_op(row["run_id"], changes),
+                                                *also),
                                                Fence(lease.run_id, lease.lease_epoch)),
                                       inline=self._alone())
 
@@ -543,10 +545,8 @@ class Kernel:
     async def recover(self, ctx: InvocationContext) -> list[OperationResult]:
         """Finish every non-terminal operation of ``ctx``'s run from its last committed phase."""
         results = []
-        rows = self.store.query("operations", {"run_id": ctx.run_id, "outcome": None},
-                                order_by=("created_at",))
-        for row in rows:
-            state = OperationState.from_row(row, self.store)
+        for record in records.operations(self.store, ctx.run_id, pending=True, lenient=True):
+            state = OperationState.from_row(record.to_row(), self.store)
             spec = ctx.catalog.by_key(state.capability_key)
             handler = self._owner(spec).handler_for(spec)
             assert handler is not None
@@ -580,21 +580,22 @@ class Kernel:
         ``decision_ref`` / ``diagnostic_ref`` name the ``hook_invocations`` row holding the
         committed decision or the failure diagnostic.
         """
-        rows = self.store.query("hook_invocations", {"operation_id": operation_id})
-        rows.sort(key=lambda r: (r["timing"] != "before", r["position"]))
+        rows = hook_invocations(self.store, operation_id)
+        rows.sort(key=lambda r: (r.timing != "before", r.position))
         outcomes = []
         for row in rows:
-            ref = f"hook_invocations/{operation_id}/{row['timing']}/{row['position']}"
-            data = row["data"]
+            data = row.data
             outcomes.append(HookOutcome(
-                execution_status=row["status"],
-                decision_ref=ref if row["decision"] else None,
-                diagnostic_ref=ref if data.get("diagnostic") or data.get("patch_error") else None,
+                execution_status=cast(ExecutionStatus, row.status),
+                decision_ref=row.ref if row.decision else None,
+                diagnostic_ref=row.ref if data.get("diagnostic") or data.get("patch_error")
+                else None,
             ))
         return outcomes
 
     def operations(self, run_id: str) -> list[dict[str, Any]]:
-        return self.store.query("operations", {"run_id": run_id}, order_by=("created_at",))
+        """The run's ``operations`` rows as stored, oldest first."""
+        return [r.to_row() for r in records.operations(self.store, run_id, lenient=True)]
 
     def close(self) -> None:
         self.coordinator.close()

@@ -388,7 +388,7 @@ class OperationResult:
             raw=ToolResult.from_dict(raw) if raw else None,
             error=OperationError.from_dict(error) if error else None,
             reason=data.get("reason"),
-            attempts=int(data.get("attempts", 0)),
+            attempts=int(data["attempts"]) if "attempts" in data else 0,
             executed_arguments=data.get("executed_arguments"),
             proposed_arguments=data.get("proposed_arguments"),
             result_ref=data.get("result_ref"),

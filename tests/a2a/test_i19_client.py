@@ -18,7 +18,7 @@ from a2a_lab import Lab, project, send_turns
 from typer.testing import CliRunner
 
 from agentloom.a2a.card import fetch_agent
-from agentloom.agent.configured import runtime_from_config
+from agentloom.assembly import runtime_from_config
 from agentloom.cli.main import app
 from agentloom.config import load_config
 from agentloom.config.a2a import A2aAgentConfig

@@ -69,7 +69,7 @@ async def test_i17_two_workers_judging_the_same_dead_holder_take_the_run_once(
         assert judged is not None
         taken = await first.resume(run_id)  # the first worker takes it (epoch 2)
         try:
-            second._claim(judged, only_if_expired=False)  # the second judged epoch 1 too
+            second._claims.claim(judged, only_if_expired=False)  # the second judged epoch 1 too
         except agentloom.RunError as exc:
             assert exc.code == "LEASE_HELD" and "no longer 1" in str(exc)
         else:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from agentloom.agent.configured import runtime_from_config
 from agentloom.agent.leases import holder_gone, rebased, takeover_verdict
+from agentloom.assembly import runtime_from_config
 from agentloom.config import load_config
 from agentloom.store import open_store
 from agentloom.store.holders import holder_id, parse_holder, this_space

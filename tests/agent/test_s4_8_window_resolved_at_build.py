@@ -23,7 +23,7 @@ import pytest
 from tests.cli.support import Cli
 
 from agentloom.agent import AgentSpec, Runtime
-from agentloom.agent.configured import agent_specs, runtime_from_config
+from agentloom.assembly import agent_specs, runtime_from_config
 from agentloom.config import load_config
 from agentloom.errors import ConfigError
 from agentloom.models.connect import connection_for

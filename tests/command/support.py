@@ -12,10 +12,10 @@ from agentloom.agent.command_receipts import StoreReceiptLog
 from agentloom.agent.commands import CommandContext, PipelineCommandExecutor
 from agentloom.command import (
     CommandBus,
+    CommandHandlerRef,
     CommandNotExecuted,
     CommandRegistry,
     CommandSpec,
-    HandlerRef,
 )
 from agentloom.hooks.spec import HookSpec
 from agentloom.kernel import Kernel
@@ -56,13 +56,13 @@ class Effects:
 def specs() -> list[CommandSpec]:
     return [
         CommandSpec(id="meeting.move", params=MOVE_PARAMS, risk="write",
-                    handler=HandlerRef(ref="t:move")),
+                    handler=CommandHandlerRef(ref="t:move")),
         CommandSpec(id="disk.wipe", params={"type": "object", "properties": {
             "disk": {"type": "string"}}, "required": ["disk"]}, risk="dangerous",
-                    handler=HandlerRef(ref="t:wipe")),
+                    handler=CommandHandlerRef(ref="t:wipe")),
         CommandSpec(id="card.charge", params={"type": "object", "properties": {
-            "cents": {"type": "integer"}}}, handler=HandlerRef(ref="t:charge")),
-        CommandSpec(id="card.refuse", handler=HandlerRef(ref="t:refuse")),
+            "cents": {"type": "integer"}}}, handler=CommandHandlerRef(ref="t:charge")),
+        CommandSpec(id="card.refuse", handler=CommandHandlerRef(ref="t:refuse")),
     ]
 
 

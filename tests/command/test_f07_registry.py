@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentloom.command import CommandRegistry, CommandSpec, HandlerRef
+from agentloom.command import CommandHandlerRef, CommandRegistry, CommandSpec
 from agentloom.errors import CatalogError, RegistrationError
 
 PARAMS: dict[str, Any] = {"type": "object", "properties": {"day": {"type": "string", "enum": ["mon", "fri"]}},
@@ -17,7 +17,7 @@ PARAMS: dict[str, Any] = {"type": "object", "properties": {"day": {"type": "stri
 
 def test_f07_mutating_the_registered_params_changes_nothing() -> None:
     params: dict[str, Any] = copy.deepcopy(PARAMS)
-    spec = CommandSpec(id="meeting.move", params=params, handler=HandlerRef(ref="m:f"),
+    spec = CommandSpec(id="meeting.move", params=params, handler=CommandHandlerRef(ref="m:f"),
                        expose_as_tool=True)
     registry = CommandRegistry()
     registry.register(spec)
@@ -30,7 +30,7 @@ def test_f07_mutating_the_registered_params_changes_nothing() -> None:
 
 def test_f07_every_returned_spec_is_a_copy_that_cannot_reach_the_registry() -> None:
     registry = CommandRegistry({"m": CommandSpec(id="m", params=PARAMS,
-                                                 handler=HandlerRef(ref="m:f"))})
+                                                 handler=CommandHandlerRef(ref="m:f"))})
     got = registry.get("m")
     listed = registry.specs()[0]
     for spec in (got, listed):
@@ -49,10 +49,10 @@ def test_f07_every_returned_spec_is_a_copy_that_cannot_reach_the_registry() -> N
 
 def test_f07_a_registered_id_is_refused_and_a_dangerous_command_is_always_confirmed() -> None:
     registry = CommandRegistry()
-    registry.register(CommandSpec(id="x", handler=HandlerRef(ref="m:f")))
+    registry.register(CommandSpec(id="x", handler=CommandHandlerRef(ref="m:f")))
     with pytest.raises(RegistrationError):
-        registry.register(CommandSpec(id="x", handler=HandlerRef(ref="m:g")))
+        registry.register(CommandSpec(id="x", handler=CommandHandlerRef(ref="m:g")))
     with pytest.raises(CatalogError):
-        CommandSpec(id="y", risk="dangerous", confirm=False, handler=HandlerRef(ref="m:f"))
-    assert CommandSpec(id="z", risk="dangerous", handler=HandlerRef(ref="m:f")).needs_confirmation
-    assert not CommandSpec(id="w", risk="read", handler=HandlerRef(ref="m:f")).needs_confirmation
+        CommandSpec(id="y", risk="dangerous", confirm=False, handler=CommandHandlerRef(ref="m:f"))
+    assert CommandSpec(id="z", risk="dangerous", handler=CommandHandlerRef(ref="m:f")).needs_confirmation
+    assert not CommandSpec(id="w", risk="read", handler=CommandHandlerRef(ref="m:f")).needs_confirmation

@@ -13,14 +13,14 @@ import pytest
 
 from agentloom.agent.command_receipts import StoreReceiptLog
 from agentloom.agent.commands import RecordedCommands
-from agentloom.agent.config_commands import local_principal
-from agentloom.agent.configured import runtime_from_config
-from agentloom.agent.views import operation_detail
+from agentloom.assembly import runtime_from_config
+from agentloom.assembly.commands import local_principal
 from agentloom.command import CommandBus, CommandRegistry
 from agentloom.config import load_config
 from agentloom.errors import ConfigError
 from agentloom.refs import Principal
 from agentloom.store.records import operations
+from agentloom.views import operation_detail
 
 from .project import CONFIG, HANDLERS, effects
 

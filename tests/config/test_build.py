@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from agentloom.agent.config_parts import (
+from agentloom.assembly import (
+    agent_specs,
     agent_tools,
     hook_functions,
     hook_specs,
@@ -20,7 +21,6 @@ from agentloom.agent.config_parts import (
     retry_policy,
     sdk_tools,
 )
-from agentloom.agent.configured import agent_specs
 from agentloom.config import load_config
 from agentloom.errors import ConfigError
 from agentloom.hooks.manager import HookManager

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from tests.bench.loader import load_bench
 
+from agentloom.assembly import runtime_from_config
 from agentloom.canonical import canonical_json
 from agentloom.catalog import registry
 from agentloom.config import load_config
-from agentloom.squad.configured import runtime_from_config
 
 AGENTS = 1000
 

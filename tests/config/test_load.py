@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from agentloom.agent.config_parts import check_config
-from agentloom.agent.configured import agent_specs
+from agentloom.assembly import agent_specs, check_config
 from agentloom.config import (
     BUILTIN_TOOLS,
     Config,

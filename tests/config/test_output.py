@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agentloom.agent.configured import agent_specs
 from agentloom.agent.output import OutputSpec
+from agentloom.assembly import agent_specs
 from agentloom.config import load_config, parse_config
 from agentloom.errors import ConfigError
 

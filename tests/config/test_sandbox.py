@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentloom.agent.configured import environment_policy, runtime_from_config
+from agentloom.assembly import environment_policy, runtime_from_config
 from agentloom.config import Config, SandboxBackendName, load_config
 from agentloom.errors import ConfigError
 from agentloom.sandbox import EnvironmentPolicy

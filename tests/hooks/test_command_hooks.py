@@ -28,7 +28,7 @@ from tests.hooks.support import HookSetup
 from tests.pipeline.support import CountingTool, spec
 from tests.sandbox.conftest import BACKENDS, require_backend, searchable
 
-from agentloom.agent.config_parts import hook_specs
+from agentloom.assembly import hook_specs
 from agentloom.config.loader import parse_config
 from agentloom.errors import ConfigError
 from agentloom.hooks.spec import HandlerRef, HookSpec

@@ -25,8 +25,7 @@ from tests.hooks.support import HookSetup
 from tests.pipeline.support import CountingTool, spec
 from typer.testing import CliRunner
 
-from agentloom.agent.config_parts import hook_specs
-from agentloom.agent.configured import runtime_from_config
+from agentloom.assembly import hook_specs, runtime_from_config
 from agentloom.cli.main import app
 from agentloom.config import load_config
 from agentloom.config.loader import parse_config

@@ -17,7 +17,7 @@ import httpx2
 import pytest
 from jsonschema import Draft202012Validator
 
-from agentloom.agent.configured import runtime_from_config
+from agentloom.assembly import runtime_from_config
 from agentloom.config import load_config
 from agentloom.host.app import create_app
 from agentloom.refs import Principal

@@ -26,7 +26,7 @@ from schemathesis import GenerationMode
 from schemathesis.core.failures import FailureGroup
 from schemathesis.python import asgi
 
-from agentloom.agent.configured import runtime_from_config
+from agentloom.assembly import runtime_from_config
 from agentloom.config import load_config
 from agentloom.host.app import create_app
 from agentloom.refs import Principal

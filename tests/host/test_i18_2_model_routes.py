@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from agentloom.agent.config_routes import ConfigRoutes
-from agentloom.agent.configured import runtime_from_config
 from agentloom.agent.routes import route_connections
 from agentloom.agent.runtime import RunError
+from agentloom.assembly import runtime_from_config
+from agentloom.assembly.routes import ConfigRoutes
 from agentloom.config import load_config
 from agentloom.errors import ConfigError
 from agentloom.refs import Principal

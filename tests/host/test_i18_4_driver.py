@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx2
 
-from agentloom.agent.configured import runtime_from_config
+from agentloom.assembly import runtime_from_config
 from agentloom.config import load_config
 from agentloom.host import create_key
 from agentloom.host.app import create_app

@@ -17,7 +17,7 @@ from starlette.routing import Route
 from tests.cli.support import write_project
 
 from agentloom.agent import Runtime
-from agentloom.agent.configured import runtime_from_config
+from agentloom.assembly import runtime_from_config
 from agentloom.config import load_config
 from agentloom.host.app import create_app
 

@@ -12,7 +12,7 @@ import pytest
 from a2a.types import TaskState
 from google.protobuf.json_format import MessageToDict
 
-from agentloom.host.a2a_tasks import STATE_OF, task_of
+from agentloom.host.a2a.tasks import STATE_OF, task_of
 from agentloom.results import RunStatus
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "a2a-serving.md"

@@ -22,11 +22,11 @@ import uvicorn
 from starlette.applications import Starlette
 from tests.cli.support import write_project
 
+from agentloom.assembly import runtime_from_config
 from agentloom.config import load_config
 from agentloom.host import create_key, workspace
 from agentloom.host.app import create_app
 from agentloom.refs import Principal
-from agentloom.squad.configured import runtime_from_config
 
 from .support import free_port, make_key
 from .test_i18_api import WRITE

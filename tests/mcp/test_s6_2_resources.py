@@ -19,7 +19,7 @@ from mcp_support import LAB, Pool, everything_stdio, lab_stdio
 from test_s6_2_run import _stored_bytes, cli_json, lab_entry, operations, project
 from typer.testing import CliRunner
 
-from agentloom.agent.configured import runtime_from_config
+from agentloom.assembly import runtime_from_config
 from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.cli.main import app
 from agentloom.config import load_config

@@ -16,7 +16,7 @@ import pytest
 from mcp_support import LAB
 from typer.testing import CliRunner
 
-from agentloom.agent.configured import runtime_from_config
+from agentloom.assembly import runtime_from_config
 from agentloom.cli.main import app
 from agentloom.config import load_config
 

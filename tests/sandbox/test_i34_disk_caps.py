@@ -13,7 +13,7 @@ import pytest
 from tests.environment.test_s9_workspace_tools import call
 from tests.sandbox.conftest import confined_gateway, run_command, scope_for, searchable, text, view_of
 
-from agentloom.agent.configured import environment_policy
+from agentloom.assembly import environment_policy
 from agentloom.config.loader import parse_config
 from agentloom.kernel import Kernel
 from agentloom.sandbox import EnvironmentPolicy, ExecCommand, ExecutionResult

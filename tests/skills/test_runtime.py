@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from agentloom.agent.configured import runtime_from_config
+from agentloom.assembly import runtime_from_config
 from agentloom.cli.main import app
 from agentloom.config import load_config
 from agentloom.errors import ConfigError

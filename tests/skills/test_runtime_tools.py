@@ -13,7 +13,7 @@ from typing import Any
 from tests.bench.loader import load_bench
 from typer.testing import CliRunner
 
-from agentloom.agent.configured import runtime_from_config
+from agentloom.assembly import runtime_from_config
 from agentloom.cli.main import app
 from agentloom.config import load_config
 

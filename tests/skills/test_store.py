@@ -51,7 +51,9 @@ def test_issue16_a2_a_stored_version_round_trips_on_sqlite_and_postgresql(
 
 
 def test_issue16_skills_tables_come_from_one_appended_migration() -> None:
-    [(summary, sqlite_ddl, postgres_ddl)] = [m for m in MIGRATIONS if "imported Skills" in m[0]]
-    assert summary.startswith(f"v{[m[0] for m in MIGRATIONS].index(summary) + 1}: ")
-    for ddl in (sqlite_ddl, postgres_ddl):
+    [migration] = [m for m in MIGRATIONS if "imported Skills" in m.summary]
+    summary = migration.summary
+    assert summary.startswith(f"v{[m.summary for m in MIGRATIONS].index(summary) + 1}: ")
+    assert set(migration.sql) == {"sqlite", "postgresql"}
+    for ddl in (migration.ddl("sqlite"), migration.ddl("postgresql")):
         assert "CREATE TABLE skills (" in ddl and "CREATE TABLE skill_versions (" in ddl

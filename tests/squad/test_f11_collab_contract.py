@@ -473,7 +473,7 @@ async def test_f11_a_v11_store_migrates_to_v12_with_the_collaboration_tables(
     durable_url: str,
 ) -> None:
     url = durable_url
-    assert len(MIGRATIONS) >= V12 and "mailbox" in MIGRATIONS[V12 - 1][0]
+    assert len(MIGRATIONS) >= V12 and "mailbox" in MIGRATIONS[V12 - 1].summary
     store_at(url, V12 - 1,
              "INSERT INTO runs (run_id, status, lease_epoch, created_at, updated_at, data) "
              f"VALUES ('{RUN}', 'running', 0, 1.0, 1.0, '{{\"kept\":true}}')")

@@ -11,10 +11,10 @@ from tests.agent.conftest import WAIT_S, answer, calls, connection, tool_call
 
 from agentloom.agent import AgentSpec, RunEvent, Runtime
 from agentloom.agent.events import run_events
-from agentloom.agent.views import run_detail
 from agentloom.squad import Workflow
 from agentloom.squad.driver import WorkflowProgram
 from agentloom.testing.openai_server import ScriptedOpenAIServer
+from agentloom.views import run_detail
 
 
 async def test_f14_node_and_tool_events_carry_call_ids_and_real_statuses_live_and_stored(

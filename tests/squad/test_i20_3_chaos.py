@@ -123,7 +123,7 @@ class Project:
         return dict(json.loads(done.stdout))
 
     def show(self, run_id: str) -> dict[str, Any]:
-        from agentloom.agent.views import run_detail
+        from agentloom.views import run_detail
 
         store = open_store(self.store)
         try:

@@ -100,8 +100,8 @@ def test_i20_cli_an_unknown_workflow_is_a_usage_error_naming_the_defined_ones(
 
 
 async def test_i20_a_workflows_limits_reach_its_runs_and_enter_its_release(tmp_path: Path) -> None:
+    from agentloom.assembly import runtime_from_config
     from agentloom.config import load_config
-    from agentloom.squad.configured import runtime_from_config
 
     config = _project(tmp_path)
     plain = runtime_from_config(load_config(config), store="memory://")

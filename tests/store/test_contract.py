@@ -179,7 +179,7 @@ def test_fresh_sql_database_records_every_migration_once_with_its_summary(
 ) -> None:
     open_store(durable_store_url).close()
     recorded = [(version, summary) for version, summary, _ in migration_rows(durable_store_url)]
-    assert recorded == [(i + 1, m[0]) for i, m in enumerate(MIGRATIONS)]
+    assert recorded == [(i + 1, m.summary) for i, m in enumerate(MIGRATIONS)]
 
 
 def test_reopening_a_sql_database_applies_no_migration_twice_and_keeps_its_rows(
@@ -210,12 +210,12 @@ def test_sql_database_at_every_earlier_schema_version_migrates_to_the_latest(
         "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, summary TEXT NOT NULL, "
         f"applied_at {real} NOT NULL)"
     ]
-    for version, (summary, sqlite_ddl, postgres_ddl) in enumerate(MIGRATIONS[:start], 1):
-        ddl = sqlite_ddl if is_sqlite(durable_store_url) else postgres_ddl
-        statements += [s for s in ddl.split(";") if s.strip()]
+    dialect = "sqlite" if is_sqlite(durable_store_url) else "postgresql"
+    for version, migration in enumerate(MIGRATIONS[:start], 1):
+        statements += [s for s in migration.ddl(dialect).split(";") if s.strip()]
         statements.append(
             "INSERT INTO schema_migrations VALUES "
-            f"({version}, '{summary.replace(chr(39), chr(39) * 2)}', 0)"
+            f"({version}, '{migration.summary.replace(chr(39), chr(39) * 2)}', 0)"
         )
     raw_sql(durable_store_url, *statements)
 

@@ -27,11 +27,11 @@ def store_at(url: str, version: int, *statements: str) -> None:
         "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, summary TEXT NOT NULL, "
         f"applied_at {real} NOT NULL)"
     ]
-    for n, (summary, sqlite_ddl, postgres_ddl) in enumerate(MIGRATIONS[:version], 1):
-        ddl = sqlite_ddl if is_sqlite(url) else postgres_ddl
-        script += [s for s in ddl.split(";") if s.strip()]
+    dialect = "sqlite" if is_sqlite(url) else "postgresql"
+    for n, migration in enumerate(MIGRATIONS[:version], 1):
+        script += [s for s in migration.ddl(dialect).split(";") if s.strip()]
         script.append(f"INSERT INTO schema_migrations VALUES ({n}, "
-                      f"'{summary.replace(chr(39), chr(39) * 2)}', 0)")
+                      f"'{migration.summary.replace(chr(39), chr(39) * 2)}', 0)")
     raw_sql(url, *script, *statements)
 
 
@@ -53,7 +53,7 @@ def control_rows(url: str, table: str) -> list[tuple[Any, ...]]:
 
 async def test_13_5_events_table_is_run_controls_after_migration(durable_store_url: str) -> None:
     url = durable_store_url
-    assert len(MIGRATIONS) >= RENAMED_AT and "run_controls" in MIGRATIONS[RENAMED_AT - 1][0]
+    assert len(MIGRATIONS) >= RENAMED_AT and "run_controls" in MIGRATIONS[RENAMED_AT - 1].summary
     store_at(
         url, RENAMED_AT - 1,
         "INSERT INTO runs (run_id, status, lease_epoch, created_at, updated_at, data) "

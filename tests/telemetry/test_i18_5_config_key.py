@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentloom.agent.configured import runtime_from_config
+from agentloom.assembly import runtime_from_config
 from agentloom.config import load_config
 
 

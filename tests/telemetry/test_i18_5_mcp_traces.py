@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.mcp.mcp_support import free_port, serve_http
 
 from agentloom.agent import Runtime
-from agentloom.agent.configured import agent_specs
+from agentloom.assembly import agent_specs
 from agentloom.config import load_config
 from agentloom.pipeline.records import OperationState
 from agentloom.store import open_store

@@ -3,6 +3,7 @@
 from agentloom.agent.events import RunEvent, run_events
 from agentloom.agent.failures import RecoveryPolicy
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop
+from agentloom.agent.options import RuntimeOptions
 from agentloom.agent.output import OutputSpec
 from agentloom.agent.runtime import (
     RunError,
@@ -28,6 +29,7 @@ __all__ = [
     "RunHandle",
     "RunResult",
     "Runtime",
+    "RuntimeOptions",
     "SessionBusy",
     "SessionError",
     "list_runs",

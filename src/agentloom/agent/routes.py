@@ -5,7 +5,7 @@ its end — the Planner and every Executor of the run use it; nothing is read ag
 ::
 
     projects: {acme: {connections: {openai: {base_url: …, api_key_env: ACME_KEY, model: m}}}}
-        │  ModelRoutes.snapshot("acme")   (config_routes: the config's adapter)
+        │  ModelRoutes.snapshot("acme")   (assembly.routes: the config's adapter)
         ▼
     run data["route"] = {"project": "acme", "agents": {"main": {connection, preset, variant,
                          base_url, api_key_env, model}, "coder": {…}}}      (no key values)
@@ -19,7 +19,7 @@ talks to the release's own connections. The snapshot holds the key's *variable*,
 value: the key is read from the environment of the process that drives the run.
 
 Owns: the port, what a run records and the connections it names. Does not own: reading the
-config (``config_routes``), choosing the connection at call time (``models.manager``).
+config (``assembly.routes``), choosing the connection at call time (``models.manager``).
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ answers, the run goes on.
     the call issued again (same logical key) ─► pending: ``ApprovalPending`` again;
        approved: it runs (one Attempt); rejected / expired with deny: denied_before_execution
 
-Owns: the ``approvals`` rows and their records, recording an answer once, expiring due
-approvals, re-queueing a waiting run, and ``ApprovalPending``. Does not own: when a call asks
+Owns: recording an answer once, expiring due approvals, re-queueing a waiting run, and
+``ApprovalPending``; the rows' records, reads and ops are the ``store.approvals`` repository's
+(re-exported here). Does not own: when a call asks
 and what happens on replay (``pipeline.approval``), nor the run's status ``waiting``, its lease
 or the CLI (the run's driver, ``agent`` / ``cli``). Imports the store port and the core only.
 """

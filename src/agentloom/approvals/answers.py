@@ -11,6 +11,11 @@ An answer is one commit, with no lease (the answerer holds none)::
 
 After the commit the run is looked at again (``requeue_if_answered``): two answers to two
 calls of one run, given at once, each saw the other pending; the later one re-queues it.
+
+The rows and ops are the repositories' (``store.approvals``: the compare-and-set;
+``store.runs.requeue_op``: the run back in the queue): this module decides when they commit.
+Besides the kernel, it is the one other writer of ``runs`` rows — only ``waiting`` → ``pending``,
+fenced by the epoch it read, so it never races the run's holder.
 """
 
 from __future__ import annotations
@@ -20,9 +25,22 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from agentloom.approvals.errors import ApprovalError
-from agentloom.approvals.records import Answer, ApprovalRecord, ApprovalStatus
 from agentloom.errors import FencedOut, RevisionConflict
-from agentloom.store.ports import Delete, Fence, Insert, Op, Put, Store, WriteSet
+from agentloom.store.approvals import (
+    Answer,
+    ApprovalRecord,
+    ApprovalStatus,
+    all_pending,
+    get_approval,
+    pending_approvals,
+    pending_operation_ids,
+    settle_ops,
+)
+from agentloom.store.ports import Fence, Op, Store, WriteSet
+from agentloom.store.runs import get_run, requeue_op
+
+__all__ = ["RETRIES", "Commit", "answer", "expire_due", "get_approval", "pending_approvals",
+           "requeue_if_answered"]
 
 Commit = Callable[[WriteSet], Awaitable[None]]
 """The kernel's coordinator commit (``kernel.coordinator.commit``)."""
@@ -67,9 +85,7 @@ async def expire_due(store: Store, commit: Commit, now: float | None = None,
     ``now``: by default the store's time (a worker whose clock is ahead expires nothing
     early)."""
     now = store.now() if now is None else now
-    due = sorted((ApprovalRecord.from_row(r) for r in store.query("approvals",
-                                                                   {"status": "pending"})),
-                 key=lambda r: (r.deadline or 0.0, r.operation_id))
+    due = sorted(all_pending(store), key=lambda r: (r.deadline or 0.0, r.operation_id))
     expired = []
     for record in due:
         if record.deadline is None or record.deadline > now:
@@ -105,49 +121,31 @@ async def requeue_if_answered(store: Store, commit: Commit, run_id: str) -> bool
     raise _busy(run_id)
 
 
-def get_approval(store: Store, operation_id: str) -> ApprovalRecord | None:
-    """The approval of the call ``operation_id``, or None when it never waited."""
-    row = store.get("approvals", {"operation_id": operation_id})
-    return None if row is None else ApprovalRecord.from_row(row)
-
-
-def pending_approvals(store: Store, run_id: str) -> list[ApprovalRecord]:
-    """The calls of ``run_id`` that wait for an answer, oldest first."""
-    rows = store.query("approvals", {"run_id": run_id, "status": "pending"},
-                       order_by=("created_at",))
-    return [ApprovalRecord.from_row(r) for r in rows]
-
-
 # -- steps -----------------------------------------------------------------------------------
 async def _settle(store: Store, commit: Commit, done: ApprovalRecord) -> None:
     """Commit ``done`` over its pending row (compare-and-set), re-queueing the run with it."""
     requeue, fence = _requeue(store, done.run_id, answered=done.operation_id)
-    ops: list[Op | Delete] = [
-        Delete("approvals", {"operation_id": done.operation_id, "status": "pending"}),
-        Insert("approvals", done.row()), *requeue]
-    await commit(WriteSet(tuple(ops), fence, label=f"approval {done.operation_id}"))
+    await commit(WriteSet((*settle_ops(done), *requeue), fence,
+                          label=f"approval {done.operation_id}"))
 
 
 def _requeue(store: Store, run_id: str, *, answered: str | None) -> tuple[list[Op], Fence | None]:
     """The op putting ``run_id`` back in the queue when it is ``waiting`` and no approval but
     ``answered`` is pending, fenced by its current lease epoch; else nothing."""
-    run = store.get("runs", {"run_id": run_id})
-    if run is None or run["status"] != "waiting":
+    run = get_run(store, run_id, lenient=True)
+    if run is None or run.stored_status != "waiting":
         return [], None
-    if any(r["operation_id"] != answered
-           for r in store.query("approvals", {"run_id": run_id, "status": "pending"})):
+    if any(other != answered for other in pending_operation_ids(store, run_id)):
         return [], None
-    put = Put("runs", {"run_id": run_id, "status": "pending", "updated_at": time.time()})
-    return [put], Fence(run_id, run["lease_epoch"])
+    return [requeue_op(run_id, now=time.time())], run.fence
 
 
 def _waiting(store: Store, run_id: str, operation_id: str) -> ApprovalRecord:
-    row = store.get("approvals", {"operation_id": operation_id})
-    if row is None or row["run_id"] != run_id:
+    record = get_approval(store, operation_id)
+    if record is None or record.run_id != run_id:
         raise ApprovalError(f"no call of run {run_id} waits for an answer under operation "
                             f"{operation_id}; see the run's pending approvals",
                             code="APPROVAL_NOT_FOUND", category="not_found")
-    record = ApprovalRecord.from_row(row)
     if record.status != "pending":
         raise _already(store, record)
     return record

@@ -2,7 +2,7 @@
 
 Owns: argument parsing, the live view, JSON output, exit codes, ``init`` scaffolding, the
 crash-safe JSONL append of ``runs events --append-to``. Does not own: building the runtime
-(``agent.configured``), reading configs (``config``), anything a run does.
+(``agentloom.assembly``), reading configs (``config``), anything a run does.
 
 Entry points: the ``agentloom`` console script and ``python -m agentloom`` both call
 ``agentloom.cli.main:main``.

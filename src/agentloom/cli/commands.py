@@ -22,8 +22,7 @@ import typer
 
 from agentloom.agent.command_receipts import StoreReceiptLog
 from agentloom.agent.commands import PipelineCommandExecutor, RecordedCommands
-from agentloom.agent.config_parts import hook_functions, hook_specs, user_code
-from agentloom.agent.configured import store_url_for
+from agentloom.assembly import hook_functions, hook_specs, store_url_for, user_code
 from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, UsageFailure
 from agentloom.cli.options import BesideStoreOpt, ConfigOpt, JsonOpt, StoreOpt
 from agentloom.cli.output import print_json, say, setup_logging, stdout_console

@@ -5,7 +5,7 @@
 1      ``run`` / ``runs resume``: the run failed, was cancelled or timed out;
        any other command: a runtime failure (e.g. the store)
 2      a usage or configuration error: a bad option, a config key, an unknown run,
-       a missing store — the message says what to fix
+       a missing store, a feature whose extra is not installed — the message says what to fix
 =====  ==========================================================================
 
 ``describe`` turns any exception into a ``Failure`` — a stable code, a message free of secrets,
@@ -17,6 +17,7 @@ an exit code — which ``output`` prints as ``error: CODE: message`` (and as a J
     click usage errors (a bad option)      USAGE_ERROR                          2
     JsonlCorrupt (``--append-to``)         JSONL_CORRUPT                        1
     ConfigError, RunError on a usage code  the error's code                     2
+    MissingExtra (a feature's extra)       EXTRA_MISSING                        2
     AgentLoomError (RunError, StoreError)  the error's code                     1
     a store driver's error (sqlite3, …)    STORE_FAILED                         1
     OSError                                its errno name (EACCES, ENOSPC, …)   1
@@ -33,6 +34,7 @@ import typer
 from agentloom.agent import RunError
 from agentloom.cli.jsonl import JsonlCorrupt
 from agentloom.errors import AgentLoomError, ConfigError, redact_secrets
+from agentloom.extras import MissingExtra
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "EXIT_WAITING", "CliFailure", "Failure", "UsageFailure",
            "describe", "is_store_driver_error"]
@@ -98,7 +100,7 @@ def describe(exc: Exception) -> Failure:
         return Failure(code="ABORTED", message="aborted", exit_code=EXIT_FAILED)
     if isinstance(exc, JsonlCorrupt):
         return Failure(code="JSONL_CORRUPT", message=str(exc), exit_code=EXIT_FAILED)
-    if isinstance(exc, ConfigError):
+    if isinstance(exc, ConfigError | MissingExtra):
         return Failure(code=exc.code, message=exc.error.message, exit_code=EXIT_USAGE)
     if isinstance(exc, RunError):
         return Failure(code=exc.code, message=exc.error.message,

@@ -31,6 +31,7 @@ from agentloom.cli.options import JsonOpt
 from agentloom.cli.output import print_json, say, setup_logging, stdout_console
 from agentloom.cli.stores import sqlite_path
 from agentloom.config import Config, load_config
+from agentloom.extras import require
 
 if TYPE_CHECKING:
     from agentloom.mcp.oauth import McpCredentials
@@ -39,6 +40,11 @@ __all__ = ["mcp_app"]
 
 mcp_app = typer.Typer(no_args_is_help=True,
                       help="List, call and sign in to the MCP servers of a config.")
+
+
+@mcp_app.callback()
+def _needs_mcp() -> None:
+    require("mcp", "agentloom mcp")  # before any subcommand reads its config
 
 _CONFIG = Annotated[Path, typer.Argument(metavar="CONFIG", help="The config file.",
                                          show_default=False)]
@@ -53,7 +59,7 @@ def _workspace(config: Config) -> Path | None:
 def _credentials(config: Config, store: str | None = None) -> McpCredentials | None:
     """The OAuth grants of the config's store (``--store``, ``$AGENTLOOM_STORE``, else beside
     the config); none where no SQLite store exists yet (nothing is created here)."""
-    from agentloom.agent.configured import store_url_for
+    from agentloom.assembly import store_url_for
     from agentloom.mcp.oauth import McpCredentials
 
     url = store_url_for(config, store)
@@ -69,7 +75,7 @@ def mcp_list(config: _CONFIG, as_json: JsonOpt = False) -> None:
     with resources. Exit 1 when a server cannot be listed."""
     setup_logging()
     loaded = load_config(config)
-    from agentloom.agent.configured import environment_policy
+    from agentloom.assembly import environment_policy
     from agentloom.mcp import discover
 
     credentials = _credentials(loaded)
@@ -139,7 +145,7 @@ def mcp_call(
 
 
 async def _call(config: Config, server: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    from agentloom.agent.configured import environment_policy
+    from agentloom.assembly import environment_policy
     from agentloom.attempts import AttemptContext, CapabilityRequest
     from agentloom.ids import new_id
     from agentloom.mcp import McpSessions, McpToolHandler, list_servers
@@ -188,7 +194,7 @@ def _server(loaded: Config, config: Path, server: str) -> None:
 
 async def _prompts(config: Config, server: str, name: str | None,
                    arguments: dict[str, str]) -> Any:
-    from agentloom.agent.configured import environment_policy
+    from agentloom.assembly import environment_policy
     from agentloom.mcp import connected, get_prompt, list_prompts
     from agentloom.mcp.prompts import declares_prompts
     from mcp import MCPError
@@ -302,7 +308,7 @@ def mcp_login(
     server = targets[-1]
     loaded = load_config(config)
     _server(loaded, config, server)
-    from agentloom.agent.configured import store_url_for
+    from agentloom.assembly import store_url_for
     from agentloom.config.mcp import HttpServerConfig
     from agentloom.mcp.oauth import McpCredentials
     from agentloom.mcp.oauth_login import login

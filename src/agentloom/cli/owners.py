@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from agentloom.agent.owners import OwnerDeletion, delete_owner, owner_runs, parse_owner
+from agentloom.assembly import runtime_from_config
 from agentloom.cli.errors import EXIT_OK, EXIT_USAGE, UsageFailure
 from agentloom.cli.output import print_json, say, setup_logging, stderr_console, stdout_console
 from agentloom.cli.stores import open_existing_store, resolve_store_url
@@ -25,7 +26,7 @@ from agentloom.config import load_config
 from agentloom.errors import AgentLoomError
 from agentloom.kernel import Kernel
 from agentloom.refs import OwnerRef
-from agentloom.squad.configured import runtime_from_config
+from agentloom.store.cleanup import run_cleanup_jobs
 from agentloom.store.owners import owner_label
 
 __all__ = ["owners_app"]
@@ -109,8 +110,8 @@ def _recorded_root(kernel: Kernel, owner: OwnerRef) -> Path | None:
     roots: set[str] = set()
     configs: set[str] = set()
     for run in owner_runs(kernel, owner):
-        for job in kernel.store.query("cleanup_jobs", {"run_id": run.run_id}):
-            recorded = (job["data"] or {}).get("root")
+        for job in run_cleanup_jobs(kernel.store, run.run_id):
+            recorded = job.data.get("root")
             if recorded:
                 roots.add(str(recorded))
         if run.config_path and Path(run.config_path).is_file():

@@ -15,6 +15,7 @@ import typer
 
 from agentloom.agent.worker import live_workers
 from agentloom.approvals import answer
+from agentloom.assembly import runtime_from_config
 from agentloom.cli.errors import EXIT_OK, UsageFailure
 from agentloom.cli.options import ConfigOpt, JsonOpt, StoreOpt
 from agentloom.cli.output import print_json, say, setup_logging, stdout_console
@@ -22,7 +23,8 @@ from agentloom.cli.stores import open_existing_store, resolve_store_url
 from agentloom.config import load_config
 from agentloom.errors import redact_secrets
 from agentloom.pipeline.coordinator import CommitCoordinator
-from agentloom.squad.configured import runtime_from_config
+from agentloom.store.runs import get_run
+from agentloom.store.workers import all_workers
 
 __all__ = ["approve", "reject", "submit", "workers_app"]
 
@@ -95,7 +97,7 @@ def workers_list(
     opened = open_existing_store(url, read_only=True)
     try:
         now = opened.now()  # heartbeats are in the store's time
-        shown = live_workers(opened.query("workers"), now)
+        shown = live_workers([w.to_row() for w in all_workers(opened)], now)
     finally:
         opened.close()
     if not all_:
@@ -156,16 +158,17 @@ def _answer(run_id: str, operation: str, approve_it: bool, reason: str | None,
         record = asyncio.run(answer(opened, coordinator.commit, run_id=run_id,
                                     operation_id=operation, approve=approve_it, reason=reason,
                                     actor=actor))
-        row = opened.get("runs", {"run_id": run_id}) or {}
+        run = get_run(opened, run_id, lenient=True)  # the answer may have queued it
     finally:
         coordinator.close()
         opened.close()
+    run_status = None if run is None else run.stored_status
     out = {"run_id": run_id, "operation_id": operation, "status": record.status,
            "answer": record.answer, "reason": record.reason, "actor": record.actor,
-           "answered_at": record.answered_at, "run_status": row.get("status")}
+           "answered_at": record.answered_at, "run_status": run_status}
     if as_json:
         print_json(out)
     else:
         say(stdout_console(), f"{record.status} {record.capability_key} (op {operation}) of run "
-            f"{run_id}; the run is {row.get('status')}")
+            f"{run_id}; the run is {run_status}")
     raise typer.Exit(EXIT_OK)

@@ -27,11 +27,10 @@ from rich.table import Table
 from rich.text import Text
 
 from agentloom.agent import RunEvent, RunResult
-from agentloom.agent.diagnosis import diagnosis_lines
 from agentloom.agent.events import command_failure
 from agentloom.agent.spec import DELEGATE_PREFIX
-from agentloom.agent.views import USAGE_FIELDS, excerpt
 from agentloom.cli.terminal import plain, printable
+from agentloom.views import USAGE_FIELDS, diagnosis_lines, excerpt
 
 __all__ = ["LiveView", "hook_warning", "print_events", "print_hook_warnings", "print_result",
            "print_run_detail", "print_runs"]

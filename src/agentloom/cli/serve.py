@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from agentloom.assembly import runtime_from_config
 from agentloom.cli.output import say, setup_logging, stderr_console
 from agentloom.config import load_config
 from agentloom.errors import redact_secrets
-from agentloom.squad.configured import runtime_from_config
+from agentloom.extras import require
 
 if TYPE_CHECKING:
     from agentloom.host.driver import RunDriver
@@ -63,6 +64,7 @@ def serve(
     """
     # the host (starlette, the A2A SDK) and uvicorn load for this command only, not for every
     # agentloom command
+    require("serve", "agentloom serve")
     import uvicorn
 
     from agentloom.host import driver as drivers

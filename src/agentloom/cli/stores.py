@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from agentloom.agent.configured import STORE_ENV, store_url_for
+from agentloom.assembly import STORE_ENV, store_url_for
 from agentloom.cli.errors import CliFailure, UsageFailure, is_store_driver_error
 from agentloom.config import load_config
 from agentloom.errors import StoreError, redact_secrets

@@ -15,6 +15,8 @@ Owns: ``CommandSpec`` / ``CommandRegistry`` (snapshots: copies in and out), the 
 Does not own: recognition (``agentloom.intent``), the pipeline, storage, the CLI.
 """
 
+from typing import Any
+
 from agentloom.command.admission import Admission, Admitter, Decision, Recognizing
 from agentloom.command.bus import CommandBus, ReceiptNotFound
 from agentloom.command.ports import (
@@ -30,9 +32,9 @@ from agentloom.command.receipts import RECEIPT_STATES, Receipt, ReceiptState
 from agentloom.command.spec import (
     COMMAND_RUN_PREFIX,
     COMMAND_TOOL_PREFIX,
+    CommandHandlerRef,
     CommandRegistry,
     CommandSpec,
-    HandlerRef,
     Risk,
     command_run_key,
     command_tool_key,
@@ -48,12 +50,12 @@ __all__ = [
     "Authoriser",
     "CommandBus",
     "CommandExecutor",
+    "CommandHandlerRef",
     "CommandNotExecuted",
     "CommandRegistry",
     "CommandSpec",
     "Decision",
     "Execution",
-    "HandlerRef",
     "Receipt",
     "ReceiptLog",
     "ReceiptNotFound",
@@ -64,3 +66,13 @@ __all__ = [
     "command_run_key",
     "command_tool_key",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "HandlerRef":  # its name until issue #35 (a second class of that name was hooks')
+        import warnings
+
+        warnings.warn(f"{__name__}.HandlerRef is deprecated: it is {__name__}.CommandHandlerRef",
+                      DeprecationWarning, stacklevel=2)
+        return CommandHandlerRef
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

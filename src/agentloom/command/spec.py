@@ -17,8 +17,16 @@ from agentloom.catalog import ArgumentValidator, compile_schema, freeze_json, th
 from agentloom.config.commands import COMMAND_ID, CommandConfig
 from agentloom.errors import CatalogError, RegistrationError
 
-__all__ = ["COMMAND_RUN_PREFIX", "COMMAND_TOOL_PREFIX", "CommandRegistry", "CommandSpec",
-           "HandlerRef", "Risk", "command_run_key", "command_tool_key"]
+__all__ = [
+    "COMMAND_RUN_PREFIX",
+    "COMMAND_TOOL_PREFIX",
+    "CommandHandlerRef",
+    "CommandRegistry",
+    "CommandSpec",
+    "Risk",
+    "command_run_key",
+    "command_tool_key",
+]
 
 Risk = Literal["read", "write", "dangerous"]
 RISKS: tuple[str, ...] = ("read", "write", "dangerous")
@@ -43,8 +51,9 @@ def command_run_key(command_id: str) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class HandlerRef:
-    """What runs a command: ``kind`` ``python`` and ``ref`` ``"module:attr"``."""
+class CommandHandlerRef:
+    """What runs a command: ``kind`` ``python`` and ``ref`` ``"module:attr"``. (Not a hook's
+    handler: those are ``agentloom.hooks.HookHandler``s.)"""
 
     kind: Literal["python"] = "python"
     ref: str
@@ -64,7 +73,7 @@ class CommandSpec:
     params: Mapping[str, Any] = field(
         default_factory=lambda: {"type": "object", "properties": {}})
     risk: Risk = "write"
-    handler: HandlerRef
+    handler: CommandHandlerRef
     description: str = ""
     confirm: bool | None = None
     confirmation_ttl_s: float = 300.0
@@ -107,7 +116,7 @@ class CommandSpec:
     @classmethod
     def from_config(cls, command_id: str, config: CommandConfig) -> CommandSpec:
         return cls(id=command_id, params=config.params, risk=config.risk,
-                   handler=HandlerRef(kind=config.handler.kind, ref=config.handler.ref),
+                   handler=CommandHandlerRef(kind=config.handler.kind, ref=config.handler.ref),
                    description=config.description, confirm=config.confirm,
                    confirmation_ttl_s=config.confirmation_ttl_s,
                    expose_as_tool=config.expose_as_tool)

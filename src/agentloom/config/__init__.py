@@ -7,7 +7,7 @@ error format, for the checks made later.
 Owns: the configuration's shape, the checks it can make alone, reading it. Config is core: it
 imports nothing above it. Does not own: the checks that need provider presets or the script
 parser, and turning a configuration into runtime parts — both at build time, in
-``agentloom.agent.config_parts``; running agents; the store; the compile step into a release.
+``agentloom.assembly``; running agents; the store; the compile step into a release.
 """
 
 from agentloom.config._problems import Problem, config_error, did_you_mean, key_path

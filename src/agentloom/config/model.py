@@ -9,7 +9,7 @@ paths are read from ``Config.base_dir``, the config file's folder.
 Owns: what a configuration may say, checked from the configuration alone. Does not own:
 reading files (``loader``); the checks that need the provider presets or the script parser,
 and turning a configuration into runtime parts — both at build time, in
-``agentloom.agent.config_parts`` (config is core: it imports nothing above it); compiling a
+``agentloom.assembly`` (config is core: it imports nothing above it); compiling a
 release.
 """
 
@@ -33,7 +33,6 @@ from pydantic import (
     StrictInt,
     Tag,
     ValidationInfo,
-    field_serializer,
     field_validator,
     model_validator,
 )
@@ -48,6 +47,14 @@ from agentloom.config.commands import (
     command_problems,
     command_tool_problems,
 )
+from agentloom.config.handler_kinds import (
+    AnyHandlerConfig,
+    CommandHandlerConfig,
+    HandlerConfig,
+    HttpHandlerConfig,
+    McpHandlerConfig,
+    publish_handler_tags,
+)
 from agentloom.config.intents import IntentConfig, intent_problems
 from agentloom.config.mcp import MCP_TAGS, McpServerConfig, mcp_entry_parts
 from agentloom.config.skills import AgentSkills, SkillHooksConfig, SkillSourceConfig
@@ -55,7 +62,6 @@ from agentloom.config.workflows import WORKFLOW_TAGS, WorkflowConfig, workflow_n
 from agentloom.errors import CatalogError, ConfigError
 from agentloom.folders import default_workspace_root
 from agentloom.limits import leaves_input_room
-from agentloom.secret_refs import masked
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -115,12 +121,6 @@ class _Strict(BaseModel):
 
 
 # -- single values -------------------------------------------------------------------------------
-
-
-def _ref(value: str) -> str:
-    if not _REF.match(value):
-        raise ValueError(f"must look like 'package.module:function' (got {value!r})")
-    return value
 
 
 def _env_name(value: str) -> str:
@@ -285,111 +285,9 @@ class HookMatchConfig(_Strict):
     status: str | None = Field(default=None, min_length=1)
 
 
-class HandlerConfig(_Strict):
-    """A ``kind: python`` hook handler (the default kind): ``ref: "package.module:function"``,
-    checked at load time."""
-
-    kind: Literal["python"] = "python"
-    ref: Annotated[str, AfterValidator(_ref)]
-
-
-def _env_map(value: Mapping[str, str]) -> Mapping[str, str]:
-    for name in value:
-        _env_name_plain(name)
-    return value
-
-
-def _env_name_plain(value: str) -> str:
-    if not _ENV.match(value):
-        raise ValueError(f"{value!r} is not an environment variable name (letters, digits, _)")
-    return value
-
-
-class CommandHandlerConfig(_Strict):
-    """A ``kind: command`` hook handler: ``command`` (run with ``sh -c``) or ``argv`` (no
-    shell), in the sandbox, with exactly ``env`` (values may use ``${VAR}``, read from the
-    runtime's environment when the hook runs); ``timeout_s`` here is the hook's timeout.
-    ``format: claude-code`` runs a Claude Code hook script: its stdin and output translated
-    (``agentloom.hooks.claude``; ``agentloom hooks import-claude`` sets it)."""
-
-    kind: Literal["command"]
-    format: Literal["agentloom", "claude-code"] = "agentloom"
-    command: str | None = Field(default=None, min_length=1)
-    argv: tuple[Annotated[str, Field(min_length=1)], ...] | None = Field(default=None,
-                                                                        min_length=1)
-    env: Annotated[dict[str, str], AfterValidator(_env_map)] = Field(default_factory=dict)
-    timeout_s: StrictFloat | None = Field(default=None, gt=0)
-
-    @model_validator(mode="after")
-    def _one_program(self) -> CommandHandlerConfig:
-        if (self.command is None) == (self.argv is None):
-            raise ValueError("give exactly one of `command` (a shell command line) or `argv` "
-                             "(a list: the program and its arguments, no shell)")
-        return self
-
-
-class HttpHandlerConfig(_Strict):
-    """A ``kind: http`` hook handler: the event is POSTed to ``url`` with ``headers`` (values
-    may use ``${VAR}``); ``allow_private: true`` lets it reach loopback and private addresses;
-    ``timeout_s`` here is the hook's timeout. A dump of it (the snapshot a run records of its
-    configuration) masks every literal header value, as the hook's recorded version does."""
-
-    kind: Literal["http"]
-    url: Annotated[str, AfterValidator(_url)]
-    headers: dict[str, str] = Field(default_factory=dict)
-    allow_private: StrictBool = False
-    timeout_s: StrictFloat | None = Field(default=None, gt=0)
-
-    @field_serializer("headers")
-    def _masked_headers(self, headers: dict[str, str]) -> dict[str, str]:
-        return masked(headers)
-
-
-class McpHandlerConfig(_Strict):
-    """A ``kind: mcp`` hook handler: ``tools/call`` of ``tool`` on the MCP server ``server``
-    (a name under ``mcp_servers``; the tool need not be in the agent's ``tools``), the event as
-    its arguments; ``timeout_s`` here is the hook's timeout. The server and the tool are checked
-    when the runtime is built, as ``mcp.<server>.<tool>`` entries are."""
-
-    kind: Literal["mcp"]
-    server: str = Field(min_length=1)
-    tool: str = Field(min_length=1)
-    timeout_s: StrictFloat | None = Field(default=None, gt=0)
-
-
-_HANDLER_TAGS: dict[str, type[BaseModel]] = {
-    "<python>": HandlerConfig, "<command>": CommandHandlerConfig, "<http>": HttpHandlerConfig,
-    "<mcp>": McpHandlerConfig}
-MODEL_TAGS.update(_HANDLER_TAGS)  # error paths leave the handler kind's tag out too
-
-
-def _handler_tag(value: Any) -> str | None:
-    if isinstance(value, Mapping):
-        return f"<{value.get('kind', 'python')}>"
-    for tag, cls in _HANDLER_TAGS.items():
-        if isinstance(value, cls):
-            return tag
-    return None
-
-
-def _known_kind(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        kind = value.get("kind", "python")
-        if kind not in ("python", "command", "http", "mcp"):
-            raise ValueError(f"unknown handler kind {kind!r}; use kind: python, command, http "
-                             "or mcp")
-    return value
-
-
-AnyHandlerConfig = Annotated[
-    Annotated[HandlerConfig, Tag("<python>")]
-    | Annotated[CommandHandlerConfig, Tag("<command>")]
-    | Annotated[HttpHandlerConfig, Tag("<http>")]
-    | Annotated[McpHandlerConfig, Tag("<mcp>")],
-    Discriminator(_handler_tag),
-    BeforeValidator(_known_kind),
-]
-"""A hook's ``handler:`` by ``kind`` (default ``python``; 000 §5.4)."""
+# The handler kinds (HandlerConfig, CommandHandlerConfig, HttpHandlerConfig, McpHandlerConfig and
+# any registered later) and AnyHandlerConfig, their union: config.handler_kinds.
+publish_handler_tags(MODEL_TAGS)  # error paths leave the handler kind's tag out too
 
 
 class HookConfig(_Strict):
@@ -523,7 +421,7 @@ SandboxBackendName = Literal["auto", "bubblewrap", "landlock", "none"]
 
 class SandboxConfig(_Strict):
     """How ``exec`` runs commands (docs/config.md#sandbox); the runtime builds the sandbox's
-    ``EnvironmentPolicy`` from it (``agent.configured.environment_policy``).
+    ``EnvironmentPolicy`` from it (``assembly.environment_policy``).
 
     ``backend``: ``auto`` (default) is bubblewrap, else Landlock, else ``exec`` is refused
     (``SANDBOX_UNAVAILABLE``); ``none`` runs commands unconfined and must be written.

@@ -1,9 +1,9 @@
 """Text blobs in the store: content-addressed, written once, read back a page at a time.
 
-Owns: the ``blobs`` and ``blob_chunks`` rows — how a text becomes them and how a page or
-the whole text is read back. Does not own: deciding what is stored as a blob (the
-pipeline's ``stored`` module, ``ContextManager.result_ops``) or authorising a read
-(``ResultReadHandler``).
+Owns: how a text becomes ``blobs`` and ``blob_chunks`` rows (their shape is
+``store.blobs``'s) and how a page or the whole text is read back. Does not own: deciding
+what is stored as a blob (the pipeline's ``stored`` module, ``ContextManager.result_ops``)
+or authorising a read (``ResultReadHandler``).
 
 A blob is keyed by the sha256 of its UTF-8 bytes. Up to ``INLINE_LIMIT`` bytes it is one
 ``blobs`` row holding the bytes. A larger one is a ``blobs`` row with ``chunk_size`` set and
@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from agentloom.store.blobs import blob_insert, chunk, chunk_insert, get_blob
 from agentloom.store.ports import Insert, Op, Store
 
 CHUNK_SIZE = 1 << 20
@@ -61,8 +62,7 @@ class BlobText:
         as they are asked for; commit each before the next, and all before ``row``."""
         group: list[Op] = []
         for seq, piece in enumerate(utf8_pieces(self.text, CHUNK_SIZE)):
-            group.append(Insert("blob_chunks", {"digest": self.digest, "seq": seq,
-                                                "content": piece}, if_absent=True))
+            group.append(chunk_insert(digest=self.digest, seq=seq, content=piece))
             if len(group) == GROUP_CHUNKS:
                 yield group
                 group = []
@@ -72,10 +72,8 @@ class BlobText:
     def row(self) -> Insert:
         """The ``blobs`` row (with the bytes when the blob is not chunked)."""
         content = b"" if self.chunked else self.text.encode("utf-8")
-        return Insert("blobs", {"digest": self.digest, "size": self.size,
-                                "created_at": time.time(), "content": content,
-                                "chunk_size": CHUNK_SIZE if self.chunked else None},
-                      if_absent=True)
+        return blob_insert(digest=self.digest, size=self.size, created_at=time.time(),
+                           content=content, chunk_size=CHUNK_SIZE if self.chunked else None)
 
 
 def utf8_pieces(text: str, size: int) -> Iterator[bytes]:
@@ -97,43 +95,42 @@ def utf8_pieces(text: str, size: int) -> Iterator[bytes]:
 
 def read_blob(store: Store, digest: str, offset: int, limit: int) -> tuple[bytes, int] | None:
     """Bytes ``[offset, offset + limit)`` of a blob and its size; None when it is not stored."""
-    row = store.get("blobs", {"digest": digest})
-    if row is None:
+    blob = get_blob(store, digest)
+    if blob is None:
         return None
-    chunk_size = row.get("chunk_size")
+    chunk_size = blob.chunk_size
     if not chunk_size:
-        content: bytes = row["content"]
+        content = blob.content
         return content[offset:offset + limit], len(content)
-    size = int(row["size"])
+    size = blob.size
     end = min(offset + limit, size)
     if offset >= end:
         return b"", size
     first = offset // chunk_size
     pieces = []
     for seq in range(first, (end - 1) // chunk_size + 1):
-        chunk = store.get("blob_chunks", {"digest": digest, "seq": seq})
-        if chunk is None:
+        piece = chunk(store, digest, seq)
+        if piece is None:
             return None
-        pieces.append(chunk["content"])
+        pieces.append(piece)
     start = offset - first * chunk_size
     return b"".join(pieces)[start:start + end - offset], size
 
 
 def load_blob(store: Store, digest: str) -> str | None:
     """The whole text of a blob; None when it (or one of its chunks) is not stored."""
-    row = store.get("blobs", {"digest": digest})
-    if row is None:
+    blob = get_blob(store, digest)
+    if blob is None:
         return None
-    chunk_size = row.get("chunk_size")
-    if not chunk_size:
-        return bytes(row["content"]).decode("utf-8")
-    size = int(row["size"])
+    if not blob.chunk_size:
+        return blob.content.decode("utf-8")
+    size = blob.size
     data = bytearray()
-    for seq in range(-(-size // chunk_size)):
-        chunk = store.get("blob_chunks", {"digest": digest, "seq": seq})
-        if chunk is None:
+    for seq in range(blob.chunks):
+        piece = chunk(store, digest, seq)
+        if piece is None:
             return None
-        data += chunk["content"]
+        data += piece
     if len(data) != size:
         return None
     return data.decode("utf-8")

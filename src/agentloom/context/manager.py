@@ -19,31 +19,14 @@ from typing import Any
 from agentloom.hooks.patch import ContextChange, PatchInvalid, PatchOp, apply_ops
 from agentloom.ids import new_id
 from agentloom.results import ToolResult, result_ref
+from agentloom.store import context_records
+from agentloom.store.blobs import blob_insert
+from agentloom.store.context_records import ContextRecord
 from agentloom.store.ports import Insert, Op, Store
+from agentloom.store.results import result_insert
 from agentloom.workspace.blobs import BLOB_REF_PREFIX
 
 DEFAULT_PREVIEW_LIMIT = 4096
-
-
-@dataclass(frozen=True, slots=True)
-class ContextRecord:
-    """One revision of one context record: its scope, stable ``record_id``, ``revision``, kind,
-    position in the view and data. Revisions are never overwritten; the view is the latest
-    revision of each record."""
-
-    scope_id: str
-    record_id: str
-    revision: int
-    kind: str
-    position: str
-    data: dict[str, Any]
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> ContextRecord:
-        return cls(
-            row["scope_id"], row["record_id"], int(row["revision"]), row["kind"],
-            row["position"], row["data"],
-        )
 
 
 def call_record_id(operation_id: str) -> str:
@@ -100,24 +83,15 @@ class ContextManager:
     # -- reads -----------------------------------------------------------------------
     def history(self, scope_id: str, record_id: str) -> list[ContextRecord]:
         """Every revision of one record, oldest first (raw revisions are never lost)."""
-        rows = self.store.query(
-            "context_records", {"scope_id": scope_id, "record_id": record_id},
-            order_by=("revision",),
-        )
-        return [ContextRecord.from_row(r) for r in rows]
+        return context_records.history(self.store, scope_id, record_id)
 
     def current(self, scope_id: str, record_id: str) -> ContextRecord | None:
-        rows = self.store.query(
-            "context_records", {"scope_id": scope_id, "record_id": record_id},
-            order_by=("revision",), descending=True, limit=1,
-        )
-        return ContextRecord.from_row(rows[0]) if rows else None
+        return context_records.current(self.store, scope_id, record_id)
 
     def view(self, scope_id: str) -> list[ContextRecord]:
         """The effective context of a scope: the latest revision of every record."""
         latest: dict[str, ContextRecord] = {}
-        for row in self.store.query("context_records", {"scope_id": scope_id}):
-            record = ContextRecord.from_row(row)
+        for record in context_records.in_scope(self.store, scope_id):
             seen = latest.get(record.record_id)
             if seen is None or record.revision > seen.revision:
                 latest[record.record_id] = record
@@ -173,19 +147,9 @@ class ContextManager:
         data: dict[str, Any],
         position: str | None = None,
     ) -> Insert:
-        return Insert(
-            "context_records",
-            {
-                "scope_id": scope_id,
-                "record_id": record_id,
-                "revision": revision,
-                "run_id": run_id,
-                "position": position or new_id(),
-                "kind": kind,
-                "created_at": time.time(),
-                "data": data,
-            },
-        )
+        return context_records.record_insert(
+            scope_id=scope_id, record_id=record_id, revision=revision, run_id=run_id,
+            position=position or new_id(), kind=kind, created_at=time.time(), data=data)
 
     def prepare_changes(
         self,
@@ -281,19 +245,15 @@ class ContextManager:
                 record.update(size=len(encoded), preview=text)
             else:  # (a result of several blocks: its joined text is stored on its own)
                 blob = hashlib.sha256(encoded).hexdigest(), len(encoded)
-                ops.append(Insert("blobs", {"digest": blob[0], "size": blob[1],
-                                            "created_at": time.time(), "content": encoded},
-                                  if_absent=True))
+                ops.append(blob_insert(digest=blob[0], size=blob[1], created_at=time.time(),
+                                       content=encoded))
             del encoded
         if blob is not None:
             digest, size = blob
             ref = result_ref(operation_id)
-            ops.append(
-                Insert("results", {"result_ref": ref, "operation_id": operation_id,
-                                   "run_id": run_id, "role": role, "scope_id": scope_id,
-                                   "digest": digest, "size": size, "created_at": time.time()},
-                       if_absent=True)
-            )
+            ops.append(result_insert(
+                result_ref=ref, operation_id=operation_id, run_id=run_id, role=role,
+                scope_id=scope_id, digest=digest, size=size, created_at=time.time()))
             head = text[: self.preview_limit].encode("utf-8")[: self.preview_limit]
             preview = head.decode("utf-8", errors="ignore")
             record.update(size=size, preview=preview, truncated=True, result_ref=ref,
@@ -305,11 +265,10 @@ class ContextManager:
             location = artifact.ref[len(BLOB_REF_PREFIX):]
             name = artifact.name or str(index)
             part_ref = result_ref(operation_id, name)
-            ops.append(Insert("results", {
-                "result_ref": part_ref, "operation_id": operation_id, "run_id": run_id,
-                "role": role, "scope_id": scope_id, "digest": location.rsplit("/", 1)[-1],
-                "size": artifact.size or 0, "created_at": time.time(), "location": location,
-            }, if_absent=True))
+            ops.append(result_insert(
+                result_ref=part_ref, operation_id=operation_id, run_id=run_id, role=role,
+                scope_id=scope_id, digest=location.rsplit("/", 1)[-1], size=artifact.size or 0,
+                created_at=time.time(), location=location))
             parts.append({"name": name, "result_ref": part_ref, "size": artifact.size})
         if parts:
             record["stored"] = parts

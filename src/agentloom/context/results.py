@@ -14,6 +14,7 @@ from agentloom.context.blobs import read_blob
 from agentloom.errors import OperationError
 from agentloom.results import ToolResult, parse_result_ref
 from agentloom.store.ports import Store
+from agentloom.store.results import get_result
 from agentloom.workspace.blobs import FileBlobStore
 
 RESULT_READ_SCHEMA: dict[str, Any] = {
@@ -58,12 +59,11 @@ class ResultReadHandler:
         ref = str(request.arguments.get("result_ref", ""))
         offset = int(request.arguments.get("offset", 0))
         limit = int(request.arguments.get("limit", 16384))
-        row = self.store.get("results", {"result_ref": ref}) \
-            if parse_result_ref(ref) is not None else None
+        row = get_result(self.store, ref) if parse_result_ref(ref) is not None else None
         allowed = (
             row is not None
-            and row["run_id"] == context.run_id
-            and (row["role"] is None or row["role"] == context.role)
+            and row.run_id == context.run_id
+            and (row.role is None or row.role == context.role)
         )
         if row is None or not allowed:
             return ToolResult.failure(
@@ -76,12 +76,12 @@ class ResultReadHandler:
             )
         chunk: bytes | None = None
         size = 0
-        if row.get("location") and self.blobs is not None:
+        if row.location and self.blobs is not None:
             try:
-                chunk, size = self.blobs.read(row["location"], offset, limit)
+                chunk, size = self.blobs.read(row.location, offset, limit)
             except (OSError, ValueError):
                 chunk = None
-        elif (page := read_blob(self.store, row["digest"], offset, limit)) is not None:
+        elif (page := read_blob(self.store, row.digest, offset, limit)) is not None:
             chunk, size = page
         if chunk is None:
             return ToolResult.failure(

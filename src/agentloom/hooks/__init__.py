@@ -2,8 +2,9 @@
 
 The package owns the frozen event a hook receives (``HookEvent``), the decision values,
 patch normalisation and conflict rules, the shapes a patched event must keep (``shapes``),
-the hook specs and matchers, the runner port, and the threads synchronous hooks run on
-(``threads``). It does not commit anything: the pipeline builds each event and commits each
+the hook specs and matchers, the runner port, the handler kinds (``handlers``: one module per
+kind, one registry, ``register_hook_kind`` for a kind of your own), and the threads synchronous
+hooks run on (``threads``). It does not commit anything: the pipeline builds each event and commits each
 accepted decision with its change set and chain cursor.
 
 This module owns hooks given as Python callables: ``@hook(...)`` marks a function with its
@@ -26,24 +27,50 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar, get_args, overload
 
+from agentloom.config.handler_kinds import HookHandlerConfig
 from agentloom.errors import ConfigError
 from agentloom.hooks.decision import HookDecision, HookOutcome
 from agentloom.hooks.event import HookEvent
-from agentloom.hooks.spec import HandlerRef, HookMatch, HookSpec, OnFailure, Timing
+from agentloom.hooks.handlers import (
+    CommandHookHandler,
+    HookKind,
+    HttpHookHandler,
+    McpHookHandler,
+    PythonHookHandler,
+    register_hook_kind,
+    unregister_hook_kind,
+)
+from agentloom.hooks.runner import HookRunner
+from agentloom.hooks.spec import HandlerRef, HookHandler, HookMatch, HookSpec, OnFailure, Timing
 
 __all__ = [
+    "CommandHookHandler",
     "HandlerRef",
     "HookDecision",
     "HookEvent",
+    "HookHandler",
+    "HookHandlerConfig",
+    "HookKind",
     "HookLike",
     "HookMatch",
     "HookOutcome",
+    "HookRunner",
+    "HookRunners",
     "HookSpec",
+    "HttpHookHandler",
+    "McpHookHandler",
+    "PythonHookHandler",
     "hook",
     "hook_specs",
+    "register_hook_kind",
+    "unregister_hook_kind",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+HookRunners: TypeAlias = Mapping[str, HookRunner]
+"""What ``Runtime(hook_runners=…)`` and ``HookManager(runners=…)`` take: a runner by handler kind,
+added to (or replacing) the runners the registered kinds make (docs/hooks.md)."""
 
 HookLike: TypeAlias = HookSpec | Callable[..., Any]
 """What ``Runtime(hooks=...)`` and ``Kernel(hooks=...)`` accept: a compiled ``HookSpec``, a
@@ -160,7 +187,7 @@ def _spec_of(function: Callable[..., Any], ref: str) -> HookSpec:
     if not isinstance(marks, _Marks):
         marks = _Marks("before", None)
     hook_id = marks.hook_id or _name(function)
-    return HookSpec(hook_id=hook_id, timing=marks.timing, handler=HandlerRef(ref=ref),
+    return HookSpec(hook_id=hook_id, timing=marks.timing, handler=PythonHookHandler(ref=ref),
                     **marks.fields)
 
 

@@ -36,15 +36,16 @@ from agentloom.hooks.decision import (
     parse_decision,
 )
 from agentloom.hooks.event import HookEvent
-from agentloom.hooks.runner import HookRunner, PythonHookRunner
-from agentloom.hooks.runners import (
+from agentloom.hooks.handlers import (
     CommandHookRunner,
     HookEnvironment,
     HookStartFailed,
-    HttpHookRunner,
     McpHookHost,
     McpHookRunner,
+    PythonHookRunner,
+    default_runners,
 )
+from agentloom.hooks.runner import HookRunner
 from agentloom.hooks.spec import HookSpec, Timing, config_version
 
 DIAGNOSTIC_LIMIT = 500  # characters of a hook's exception message kept in its diagnostic
@@ -76,7 +77,18 @@ class HookManager:
 
     Owns: matching, running, and turning what a hook returned into a ``ParsedDecision`` or a
     recorded failure (fail-open for that hook only). Does not own: applying or committing a
-    decision — the pipeline commits each one with its change set and the chain cursor."""
+    decision — the pipeline commits each one with its change set and the chain cursor; the
+    handler kinds (``hooks.handlers.registry``).
+
+    Its runners are one of every registered kind that makes its own
+    (``registry.default_runners``; ``functions`` registered with the ``python`` one), then
+    ``runners`` — a kind's runner of your own (``Runtime(hook_runners=…)``), added or replacing
+    the default.
+
+    Raises (on construction):
+        ConfigError: a repeated hook id, a hook whose kind has no runner, a timeout not
+            positive.
+    """
 
     def __init__(
         self,
@@ -92,12 +104,12 @@ class HookManager:
         self.hooks = tuple(hooks)
         self.version = config_version(self.hooks)
         self._by_id = {h.hook_id: h for h in self.hooks}
-        self._command = CommandHookRunner()
-        self._mcp = McpHookRunner()
-        self._runners: dict[str, HookRunner] = {
-            "python": PythonHookRunner(functions), "command": self._command,
-            "http": HttpHookRunner(), "mcp": self._mcp}
-        self._runners.update(runners or {})
+        self._defaults = default_runners()
+        python = self._defaults.get("python")
+        if isinstance(python, PythonHookRunner):
+            for ref, function in (functions or {}).items():
+                python.register(ref, function)
+        self._runners: dict[str, HookRunner] = {**self._defaults, **(runners or {})}
         for hook in self.hooks:
             if hook.handler.kind not in self._runners:
                 raise ConfigError(
@@ -140,15 +152,23 @@ class HookManager:
     def attach_environment(self, environment: HookEnvironment) -> None:
         """Run ``command`` hooks under ``environment``'s sandbox backend, with its spool and
         the runs' workspaces (the kernel's ``RunEnvironment``)."""
-        self._command.attach(environment)
+        runner = self._defaults.get("command")
+        if isinstance(runner, CommandHookRunner):
+            runner.attach(environment)
 
     def attach_mcp(self, host: McpHookHost) -> None:
         """Run ``mcp`` hooks on ``host``'s MCP sessions (the ``Kernel``'s: a hook's call uses
         the run's session with its server, as the run's own MCP tool calls do)."""
-        self._mcp.attach(host)
+        runner = self._defaults.get("mcp")
+        if isinstance(runner, McpHookRunner):
+            runner.attach(host)
 
     def runner(self, kind: str) -> HookRunner:
-        """The runner of handler kind ``kind`` (``python`` is always there)."""
+        """The runner of handler kind ``kind`` (``python`` is always there).
+
+        Raises:
+            KeyError: no runner of that kind.
+        """
         return self._runners[kind]
 
     async def run(

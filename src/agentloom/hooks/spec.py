@@ -1,16 +1,19 @@
-"""Hook specs and matchers: which hook runs at which point, in a fixed order."""
+"""Hook specs and matchers: which hook runs at which point, in a fixed order.
+
+Owns: ``HookSpec`` (one compiled hook), ``HookMatch``, ``HookHandler`` (the base of every
+handler kind's spec) and the configuration version. Does not own: the handler kinds — each
+one's spec and runner is ``hooks/handlers/<kind>.py``, listed in ``hooks.handlers.registry``.
+"""
 
 from __future__ import annotations
 
 import fnmatch
 import hashlib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Literal, get_args
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, get_args
 
 from agentloom.canonical import canonical_ascii_json
 from agentloom.hooks.decision import ExecutionStatus, could_not_decide
-from agentloom.secret_refs import masked
 
 Timing = Literal["before", "after"]
 OnFailure = Literal["allow", "deny"]
@@ -40,81 +43,41 @@ class HookMatch:
         return not (self.status is not None and status is not None and self.status != status)
 
 
-HandlerKind = Literal["python", "command", "http", "mcp"]
-"""The handler kinds a hook may have (000 §5.4)."""
-HANDLER_KINDS: tuple[HandlerKind, ...] = get_args(HandlerKind)
-
 Pairs = tuple[tuple[str, str], ...]
 """A small ordered mapping kept hashable in a frozen spec: ``(name, value)`` pairs."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class HandlerRef:
-    """Where the hook's code is, by ``kind``:
+class HookHandler:
+    """Where a hook's code is: the base of every handler kind's spec, one frozen dataclass per
+    kind (``hooks/handlers/<kind>.py``: ``PythonHookHandler``, ``CommandHookHandler``,
+    ``HttpHookHandler``, ``McpHookHandler``, or one registered with ``register_hook_kind``).
+    A kind's spec narrows ``kind`` to ``Literal["<kind>"]`` with that default and adds its own
+    fields; the ``HookManager`` picks the runner by ``kind``."""
 
-    - ``python``: ``ref`` ``"module:function"``, called in this process;
-    - ``command``: ``command`` (a line for ``sh -c``) or ``argv`` (no shell), run in the
-      sandbox with exactly ``env`` (values may hold ``${VAR}``, read from the runtime's
-      environment when the hook runs, never stored), started in ``project_dir``; its
-      ``format`` says how the event and its answer are written (``agentloom``, or
-      ``claude-code`` for a Claude Code hook script);
-    - ``http``: a POST to ``url`` with ``headers`` (values may hold ``${VAR}``);
-      private and loopback addresses only with ``allow_private``;
-    - ``mcp``: ``tools/call`` of ``tool`` on MCP server ``server`` (its configuration in
-      ``server_config``, relative paths read from ``project_dir``), on the run's session.
-
-    Raises:
-        ValueError: fields that do not fit the kind (a ``ConfigError`` at the config's level).
-    """
-
-    kind: str = "python"
-    ref: str = ""
-    command: str | None = None
-    argv: tuple[str, ...] | None = None
-    env: Pairs = ()
-    project_dir: str | None = None
-    url: str | None = None
-    headers: Pairs = ()
-    allow_private: bool = False
-    format: str = "agentloom"
-    server: str | None = None
-    tool: str | None = None
-    server_config: object = field(default=None, compare=False, repr=False)
-    """The ``mcp`` server's ``StdioServerConfig`` / ``HttpServerConfig`` (not part of the
-    recorded handler: its ``server`` name is); without it the hook fails when it runs."""
-
-    def __post_init__(self) -> None:
-        for name in ("env", "headers"):
-            value = getattr(self, name)
-            if isinstance(value, Mapping):
-                object.__setattr__(self, name, tuple(value.items()))
-        if self.argv is not None and not isinstance(self.argv, tuple):
-            object.__setattr__(self, "argv", tuple(self.argv))
-        if self.kind == "command" and (self.command is None) == (self.argv is None):
-            raise ValueError("a command hook needs exactly one of command or argv")
-        if self.format not in ("agentloom", "claude-code"):
-            raise ValueError(f"unknown handler format {self.format!r}; use agentloom or "
-                             "claude-code")
-        if self.kind == "http" and not self.url:
-            raise ValueError("an http hook needs a url")
-        if self.kind == "mcp" and not (self.server and self.tool):
-            raise ValueError("an mcp hook needs a server and a tool")
+    kind: str
 
     def to_dict(self) -> dict[str, object]:
-        """The handler as recorded in the hook configuration's version. ``${VAR}`` references
-        are kept as written; a literal header value is replaced by ``[redacted]``."""
-        out: dict[str, object] = {"kind": self.kind, "ref": self.ref}
-        if self.kind == "command":
-            out.update(command=self.command, argv=None if self.argv is None else list(self.argv),
-                       env=dict(self.env), project_dir=self.project_dir)
-            if self.format != "agentloom":  # the versions of earlier configs stay the same
-                out["format"] = self.format
-        elif self.kind == "http":
-            out.update(url=self.url, allow_private=self.allow_private,
-                       headers=masked(dict(self.headers)))
-        elif self.kind == "mcp":
-            out.update(server=self.server, tool=self.tool)
-        return out
+        """The handler as recorded in the hook configuration's version (part of its digest): by
+        default ``kind`` and every compared field. A kind whose fields hold secrets overrides it
+        (an http handler masks literal header values)."""
+        return {"kind": self.kind, **{f.name: getattr(self, f.name) for f in fields(self)
+                                      if f.compare and f.name != "kind"}}
+
+
+def HandlerRef(*, kind: str = "python", **values: Any) -> HookHandler:
+    """The spec of handler kind ``kind`` built from its fields: ``HandlerRef(ref="m:f")`` is
+    ``PythonHookHandler(ref="m:f")``, ``HandlerRef(kind="http", url=...)`` an
+    ``HttpHookHandler``. Kept for the published path and for specs read from data; new code
+    names the kind's class.
+
+    Raises:
+        ValueError: ``kind`` is not registered, or the fields do not fit it.
+        TypeError: a field the kind does not have.
+    """
+    from agentloom.hooks.handlers.registry import build_handler  # the kinds import this module
+
+    return build_handler(kind=kind, **values)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,7 +90,7 @@ class HookSpec:
     timing: Timing
     event: str = "tool"
     match: HookMatch = field(default_factory=HookMatch)
-    handler: HandlerRef
+    handler: HookHandler
     timeout_s: float = 10.0
     on_failure: OnFailure = "allow"
     """``allow`` (the spec's fail-open) or ``deny``: when the hook fails, times out, returns

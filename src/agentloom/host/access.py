@@ -6,7 +6,8 @@ answered exactly like a run that does not exist (``problems.not_found_run``): ne
 that would confirm it is there.
 
 Owns: the principal of a request (and whether its key still holds), the owned-run lookup,
-reading a JSON body. Does not own the keys (``host.keys``) nor the routes.
+reading a JSON body. Does not own the keys (``host.keys``), the routes, nor a body's shape
+(``host.shapes``).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from agentloom.host.problems import Problem, not_found_run
 from agentloom.refs import Principal
 from agentloom.results import RunStatus
 from agentloom.store import Store
-from agentloom.store.records import RunRecord
+from agentloom.store.runs import RunRecord, get_run
 
-__all__ = ["RUN_STATUSES", "field", "json_body", "key_still_valid", "owned_run", "principal_of"]
+__all__ = ["RUN_STATUSES", "json_body", "key_still_valid", "owned_run", "principal_of"]
 
 RUN_STATUSES = frozenset(get_args(RunStatus))
 MAX_DEPTH = 64  # arrays and objects in a request body: far more than any route's body needs
@@ -59,11 +60,10 @@ def owns(row: dict[str, Any] | None, principal: Principal) -> bool:
 
 def owned_run(store: Store, run_id: str, principal: Principal) -> RunRecord:
     """The run ``run_id`` when ``principal`` owns it; the not-found problem otherwise."""
-    row = store.get("runs", {"run_id": run_id})
-    if not owns(row, principal):
+    run = get_run(store, run_id, lenient=True)
+    if run is None or not run.done_for(principal):
         raise not_found_run(run_id)
-    assert row is not None
-    return RunRecord.from_row(row, lenient=True)
+    return run
 
 
 async def json_body(request: Request, *, optional: bool = False) -> dict[str, Any]:
@@ -119,26 +119,3 @@ def _check_values(body: Any) -> None:
                 raise Problem(400, "INVALID_REQUEST", "the body holds a string with a lone "
                               f"surrogate (U+{ord(value[exc.start]):04X}), which is not "
                               "Unicode text") from None
-
-
-def field(body: dict[str, Any], name: str, kind: type | tuple[type, ...], *,
-          required: bool = False, default: Any = None) -> Any:
-    """``body[name]`` checked to be of ``kind`` (a bool is never an int here, a number with a
-    zero fraction is one, as in JSON Schema); a 400 problem naming the field when it is
-    missing (``required``) or of another type."""
-    if name not in body or body[name] is None:
-        if required:
-            raise Problem(400, "INVALID_REQUEST", f"the body needs the field {name!r}")
-        return default
-    value = body[name]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if int in kinds and isinstance(value, float) and value.is_integer():
-        value = int(value)  # JSON Schema: 102.0 is an integer
-    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-        names = " or ".join(_JSON_TYPE.get(k, k.__name__) for k in kinds)
-        raise Problem(400, "INVALID_REQUEST", f"the field {name!r} must be {names}, got "
-                      f"{json.dumps(value)[:80]}")
-    return value
-
-
-_JSON_TYPE = {str: "a string", int: "an integer", bool: "true or false", float: "a number"}

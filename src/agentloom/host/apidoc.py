@@ -3,7 +3,8 @@ its parameters, request body, responses and their schemas — so the reference n
 ``/openapi.json``. ``python -m agentloom.host.apidoc > docs/api.md`` writes it; a test checks the
 committed page is what this module makes.
 
-Owns: the Markdown rendering. Does not own the document (``host.openapi``).
+Owns: the Markdown rendering. Does not own the document (``host.openapi``, generated from the
+shapes in ``host.shapes``).
 """
 
 from __future__ import annotations
@@ -37,13 +38,16 @@ def _type(schema: Mapping[str, Any] | None) -> str:
     name = _ref_name(schema)
     if name:
         return f"[`{name}`](#schema-{name.lower()})"
+    if "anyOf" in schema:
+        return " or ".join(_type(option) for option in schema["anyOf"])
     if "enum" in schema:
         return " \\| ".join(f"`{json.dumps(v)}`" for v in schema["enum"])
     kind = schema.get("type")
     if isinstance(kind, list):
         return " or ".join(f"`{k}`" for k in kind)
     if kind == "array":
-        return f"array of {_type(schema.get('items'))}"
+        items = schema.get("items")
+        return f"array of {_type(items) if items else 'any'}"
     return f"`{kind}`" if kind else "any"
 
 

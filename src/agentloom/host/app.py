@@ -1,6 +1,7 @@
 """The host's ASGI app (starlette): the ``/v1`` routes on one ``Runtime``, health, readiness,
 the OpenAPI document, the web run inspector (``/ui``, no key: ``host.ui``) and the same
-agents over A2A 1.0 (``/.well-known/agent-card.json``, ``/a2a``: ``host.a2a_routes``).
+agents over A2A 1.0 (``/.well-known/agent-card.json``, ``/a2a``: ``host.a2a.routes``; without
+the ``a2a`` extra those paths answer 501 naming it: ``host.a2a.missing``).
 
 ::
 
@@ -37,6 +38,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from agentloom.agent.runtime import Runtime
+from agentloom.extras import has_extra, missing
 from agentloom.host import events, routes_commands, routes_runs, workspace
 from agentloom.host.access import principal_of
 from agentloom.host.driver import InProcessDriver, RunDriver
@@ -45,6 +47,7 @@ from agentloom.host.openapi import openapi_document
 from agentloom.host.problems import Problem, from_error, problem_response
 from agentloom.host.ui import inspector_app
 from agentloom.refs import Principal
+from agentloom.store.runs import probe
 
 __all__ = ["create_app"]
 
@@ -83,7 +86,7 @@ async def _ready(request: Request) -> Response:
     process between a death and its successor cannot: 503 ``WORKER_UNAVAILABLE``)."""
     runtime: Runtime = request.app.state.runtime
     try:
-        runtime.store.query("runs", limit=1)
+        probe(runtime.store)
     except Exception as exc:
         log.warning("the store does not answer: %s", exc)
         return problem_response(Problem(503, "STORE_UNAVAILABLE", "the store does not answer"))
@@ -145,7 +148,7 @@ def _routes() -> list[BaseRoute]:
 def create_app(runtime: Runtime, *, execute: bool = True, concurrency: int = 1,
                wait_s: float = routes_runs.WAIT_S, driver: RunDriver | None = None,
                max_body_bytes: int = MAX_BODY_BYTES) -> Starlette:
-    """The host on ``runtime``, showing runs as ``runs show`` does (``agent.views``).
+    """The host on ``runtime``, showing runs as ``runs show`` does (``agentloom.views``).
     ``driver`` drives the queued runs while the app is up (``host.driver``: ``agentloom
     serve`` passes a ``WorkerProcess``); without one, ``execute`` runs an ``InProcessDriver``
     (a ``Worker`` of ``concurrency`` on the app's loop) and ``execute=False`` none.
@@ -168,9 +171,16 @@ def create_app(runtime: Runtime, *, execute: bool = True, concurrency: int = 1,
                 await driver.stop()
             await runtime.aclose()
 
-    from agentloom.host.a2a_routes import a2a_routes  # the A2A SDK: only for an app, not the CLI
+    if has_extra("a2a"):
+        from agentloom.host.a2a.routes import a2a_routes  # the A2A SDK: only for an app
 
-    app = Starlette(routes=[*_routes(), *a2a_routes(runtime)], lifespan=lifespan,
+        a2a = a2a_routes(runtime)
+    else:  # the A2A paths say which extra serves them
+        from agentloom.host.a2a.missing import FEATURE, missing_a2a_routes
+
+        log.warning("%s", missing("a2a", FEATURE).error.message)
+        a2a = missing_a2a_routes()
+    app = Starlette(routes=[*_routes(), *a2a], lifespan=lifespan,
                     middleware=[Middleware(BodyLimit, max_bytes=max_body_bytes)],
                     exception_handlers={HTTPException: _http_problem, Exception: _internal})
     app.state.runtime = runtime

@@ -12,8 +12,9 @@ is stored only as its SHA-256 digest; the key itself is shown once, when it is c
 keys exist. A random key of this length needs no slow hash: the digest is compared in constant
 time.
 
-Owns: making, listing, revoking and checking keys. Does not own: what a principal may see (the
-host's routes filter by it), nor the HTTP layer.
+Owns: making, listing, revoking and checking keys. Does not own: the rows (the repository
+``store.api_keys``: ``ApiKey``, re-exported here), what a principal may see (the host's routes
+filter by it), nor the HTTP layer.
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import replace
 
 from agentloom.errors import AgentLoomError
 from agentloom.refs import Principal
-from agentloom.store import Put, Store, WriteSet
+from agentloom.store import Store, WriteSet
+from agentloom.store.api_keys import ApiKey, all_keys, get_key, new_key_op, revoke_op
 
 __all__ = ["ApiKey", "ApiKeyError", "AuthError", "authenticate", "create_key", "list_keys",
            "revoke_key", "valid_name"]
@@ -55,31 +56,6 @@ class ApiKeyError(AgentLoomError):
     default_code = "KEY_ERROR"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ApiKey:
-    """One key as stored: never the key itself."""
-
-    key_id: str
-    actor: str
-    project: str
-    created_at: float
-    revoked_at: float | None
-
-    @property
-    def principal(self) -> Principal:
-        return Principal(actor=self.actor, project=self.project)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"key_id": self.key_id, "actor": self.actor, "project": self.project,
-                "created_at": self.created_at, "revoked_at": self.revoked_at,
-                "revoked": self.revoked_at is not None}
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> ApiKey:
-        return cls(key_id=row["key_id"], actor=row["actor"], project=row["project"],
-                   created_at=row["created_at"], revoked_at=row["revoked_at"])
-
-
 def valid_name(value: str, what: str) -> str:
     """``value`` as an actor or project name (letters, digits, ``._@:+-``, at most 128, starting
     with a letter or digit), else ``ApiKeyError`` ``INVALID_NAME`` naming ``what``."""
@@ -101,33 +77,30 @@ async def create_key(store: Store, commit: Commit, *, actor: str, project: str,
     key_id = secrets.token_hex(8)
     key = f"{PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
     record = ApiKey(key_id=key_id, actor=actor, project=project,
-                    created_at=time.time() if now is None else now, revoked_at=None)
-    await commit(WriteSet((Put("api_keys", {
-        "key_id": key_id, "digest": _digest(key), "actor": actor, "project": project,
-        "created_at": record.created_at, "revoked_at": None, "data": {}}),)))
+                    created_at=time.time() if now is None else now, revoked_at=None,
+                    digest=_digest(key))
+    await commit(WriteSet((new_key_op(record),)))
     return record, key
 
 
 def list_keys(store: Store, *, revoked: bool = False) -> list[ApiKey]:
     """The store's keys, oldest first (``revoked``: the revoked ones too)."""
-    keys = [ApiKey.from_row(r) for r in store.query("api_keys", order_by=("created_at",))]
+    keys = all_keys(store)
     return keys if revoked else [k for k in keys if k.revoked_at is None]
 
 
 async def revoke_key(store: Store, commit: Commit, key_id: str) -> ApiKey:
     """Revoke a key: every later request with it is refused. Revoking it again changes nothing
     (its first revocation time stays)."""
-    row = store.get("api_keys", {"key_id": key_id})
-    if row is None:
+    record = get_key(store, key_id)
+    if record is None:
         raise ApiKeyError(f"no API key {key_id!r} in this store (agentloom keys list shows them)",
                         code="KEY_NOT_FOUND")
-    record = ApiKey.from_row(row)
     if record.revoked_at is not None:
         return record
     now = time.time()
-    await commit(WriteSet((Put("api_keys", {"key_id": key_id, "revoked_at": now}),)))
-    return ApiKey(key_id=record.key_id, actor=record.actor, project=record.project,
-                  created_at=record.created_at, revoked_at=now)
+    await commit(WriteSet((revoke_op(key_id, now=now),)))
+    return replace(record, revoked_at=now)
 
 
 def authenticate(store: Store, authorization: str | None) -> Principal:
@@ -145,8 +118,8 @@ def authenticate(store: Store, authorization: str | None) -> Principal:
     match = _KEY.match(key)
     if scheme.lower() != "bearer" or match is None:
         raise refused
-    row = store.get("api_keys", {"key_id": match.group(1)})
-    if row is None or row["revoked_at"] is not None \
-            or not hmac.compare_digest(row["digest"], _digest(key)):
+    stored = get_key(store, match.group(1))
+    if stored is None or stored.revoked_at is not None \
+            or not hmac.compare_digest(stored.digest, _digest(key)):
         raise refused
-    return Principal(actor=row["actor"], project=row["project"])
+    return stored.principal

@@ -2,15 +2,16 @@
 
 Every handler gets the request's principal (``access.principal_of``) and acts only on that
 principal's runs; another owner's run is the same 404 as a missing one. Views reuse what
-``agentloom runs show --json`` prints (``agent.views``):
+``agentloom runs show --json`` prints (``agentloom.views``):
 a run is ``run_detail`` without its ``operations`` (they have their own route), with
 ``actor`` and ``project``.
 
 What reads more than a row or two — a run's view, its operations, a page of runs — reads in
 a worker thread, never on the event loop.
 
-Owns: the run routes' request parsing and responses. Does not own running anything (the
-``Runtime``), the SSE stream (``host.events``) nor workspace files (``host.workspace``).
+Owns: the run routes' checks past their bodies' shapes (an agent or workflow of the
+configuration) and their responses. Does not own the shapes (``host.shapes``), running anything
+(the ``Runtime``), the SSE stream (``host.events``) nor workspace files (``host.workspace``).
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ from anyio import to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from agentloom.agent import views
+from agentloom import views
 from agentloom.agent.leases import is_interrupted
 from agentloom.agent.runtime import Runtime
-from agentloom.host.access import RUN_STATUSES, field, json_body, owned_run
+from agentloom.host.access import RUN_STATUSES, json_body, owned_run
 from agentloom.host.problems import Problem, not_found_run
+from agentloom.host.shapes import Answer, RunCreate, Stop, Supplement, parse
 from agentloom.refs import Principal
 from agentloom.store import Store
-from agentloom.store.records import RunRecord, operations
+from agentloom.store.records import operations
+from agentloom.store.runs import RunRecord, get_run, principal_page
 
 __all__ = ["approve", "create_run", "get_run_view", "list_operations", "list_runs",
            "reject", "resume_run", "run_view", "stop_run", "supplement_run"]
@@ -43,8 +46,6 @@ POLL_S = 0.2
 SETTLED = frozenset({"succeeded", "failed", "cancelled", "timed_out", "waiting"})
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
-PRIORITY_BOUND = 2**31 - 1  # the store's integer column
-BLANK = " \t\n\r"  # what a task may not consist of only (the document's pattern says the same)
 
 
 def run_view(store: Store, run_id: str) -> dict[str, Any]:
@@ -53,20 +54,16 @@ def run_view(store: Store, run_id: str) -> dict[str, Any]:
     if detail is None:
         raise not_found_run(run_id)
     detail.pop("operations", None)
-    row = store.get("runs", {"run_id": run_id}) or {}
-    return {**detail, "actor": row.get("actor"), "project": row.get("project")}
+    run = get_run(store, run_id, lenient=True)
+    return {**detail, "actor": None if run is None else run.actor,
+            "project": None if run is None else run.project}
 
 
 async def create_run(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
     """``POST /v1/runs``: queue a run for the principal; ``"wait": true`` waits (at most
     ``WAIT_S``) until it ended or waits for a person."""
-    body = await json_body(request)
-    task = field(body, "task", str, required=True)
-    if not task.strip(BLANK):
-        raise Problem(400, "INVALID_REQUEST", "the field 'task' must not be empty nor only "
-                      "spaces, tabs and line breaks")
-    agent = field(body, "agent", str, default=None)
-    workflow = field(body, "workflow", str, default=None)
+    body = parse(RunCreate, await json_body(request))  # task, types, priority's range
+    agent, workflow = body.agent, body.workflow
     if workflow is not None:  # a workflow's run (issue 20): its program's name
         if agent is not None:
             raise Problem(400, "INVALID_REQUEST", "give 'agent' or 'workflow', not both")
@@ -79,16 +76,12 @@ async def create_run(request: Request, runtime: Runtime, principal: Principal) -
     if agent not in runtime.agents and agent not in runtime.programs:
         raise Problem(400, "INVALID_REQUEST", f"the field 'agent' names no agent of this "
                       f"configuration: {agent!r}; agents: {sorted(runtime.agents)}")
-    wait = field(body, "wait", bool, default=False)
-    priority = field(body, "priority", int, default=0)
-    if not -PRIORITY_BOUND <= priority <= PRIORITY_BOUND:
-        raise Problem(400, "INVALID_REQUEST", f"the field 'priority' must be from "
-                      f"{-PRIORITY_BOUND} to {PRIORITY_BOUND}, got {priority}")
-    run_id = await runtime.submit(task, agent=agent, priority=priority, principal=principal)
+    run_id = await runtime.submit(body.task, agent=agent, priority=body.priority or 0,
+                                  principal=principal)
     worker = getattr(request.app.state, "worker", None)
     if worker is not None:  # this process drives runs: start this one now, not at its next poll
         worker.wake()
-    if wait:
+    if body.wait:
         await _settle(runtime.store, run_id, request.app.state.wait_s)
     return JSONResponse(run_view(runtime.store, run_id), status_code=201)
 
@@ -101,8 +94,8 @@ async def _settle(store: Store, run_id: str, wait_s: float) -> None:
     """Until the run ended or waits for a person, or ``wait_s`` passed."""
     until = time.monotonic() + wait_s
     while time.monotonic() < until:
-        row = store.get("runs", {"run_id": run_id})
-        if row is None or row["status"] in SETTLED:
+        run = get_run(store, run_id, lenient=True)
+        if run is None or run.stored_status in SETTLED:
             return
         await asyncio.sleep(POLL_S)
 
@@ -117,34 +110,26 @@ async def list_runs(request: Request, runtime: Runtime, principal: Principal) ->
     """``GET /v1/runs?status=&agent=&limit=&cursor=``: the principal's runs, newest first, a
     page at a time (``next_cursor`` is null on the last page)."""
     query = request.query_params
-    where: dict[str, Any] = {"actor": principal.actor, "project": principal.project}
     status = query.get("status")
-    if status is not None:
-        if status not in RUN_STATUSES:
-            raise Problem(400, "INVALID_REQUEST", f"the query parameter 'status' must be one "
-                          f"of {sorted(RUN_STATUSES)}, got {status!r}")
-        where["status"] = status
-    if query.get("agent") is not None:
-        where["agent"] = query["agent"]
+    if status is not None and status not in RUN_STATUSES:
+        raise Problem(400, "INVALID_REQUEST", f"the query parameter 'status' must be one "
+                      f"of {sorted(RUN_STATUSES)}, got {status!r}")
     limit = _limit(query.get("limit"))
     after = _cursor(query["cursor"]) if query.get("cursor") else None
-    return JSONResponse(await to_thread.run_sync(_runs_page, runtime.store, where, limit, after))
+    return JSONResponse(await to_thread.run_sync(lambda: _runs_page(
+        runtime.store, principal, limit=limit, status=status, agent=query.get("agent"),
+        after=after)))
 
 
-def _runs_page(store: Store, where: dict[str, Any], limit: int,
-               after: tuple[float, str] | None) -> dict[str, Any]:
-    """A page of runs (in a worker thread: it reads the store): every matching run's id and
-    creation time, then the rows of the page's runs only."""
-    keys = store.query("runs", where, order_by=("created_at", "run_id"), descending=True,
-                       columns=("run_id", "created_at"))
-    if after is not None:
-        keys = [k for k in keys if (k["created_at"], k["run_id"]) < after]
-    page = keys[:limit]
-    rows = [row for k in page if (row := store.get("runs", {"run_id": k["run_id"]})) is not None
-            and all(row.get(c) == v for c, v in where.items())]  # as it is now
+def _runs_page(store: Store, principal: Principal, *, limit: int, status: str | None,
+               agent: str | None, after: tuple[float, str] | None) -> dict[str, Any]:
+    """A page of runs (in a worker thread: it reads the store): ``store.runs.principal_page``
+    with each run as ``_summary`` gives it."""
+    page = principal_page(store, principal, limit=limit, status=status, agent=agent,
+                          after=after)
     now = store.now()
-    items = [_summary(RunRecord.from_row(r, lenient=True), now) for r in rows]
-    next_cursor = _encode_cursor(page[-1]) if len(keys) > limit and page else None
+    items = [_summary(run, now) for run in page.runs]
+    next_cursor = _encode_cursor(*page.last) if page.last is not None else None
     return {"items": items, "next_cursor": next_cursor}
 
 
@@ -166,8 +151,8 @@ def _limit(raw: str | None) -> int:
     return int(raw)
 
 
-def _encode_cursor(row: dict[str, Any]) -> str:
-    raw = json.dumps([row["created_at"], row["run_id"]]).encode()
+def _encode_cursor(created_at: float, run_id: str) -> str:
+    raw = json.dumps([created_at, run_id]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -198,15 +183,17 @@ async def list_operations(request: Request, runtime: Runtime,
 
 
 def _control(runtime: Runtime, run_id: str) -> JSONResponse:
-    row = runtime.store.get("runs", {"run_id": run_id}) or {}
-    return JSONResponse({"run_id": run_id, "status": row.get("status")}, status_code=202)
+    """The answer to a control: the run's status now (the control may have changed it)."""
+    run = get_run(runtime.store, run_id, lenient=True)
+    return JSONResponse({"run_id": run_id, "status": None if run is None else run.stored_status},
+                        status_code=202)
 
 
 async def stop_run(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
     """``POST /v1/runs/{run_id}/stop`` ``{"reason"?}``."""
     run = owned_run(runtime.store, request.path_params["run_id"], principal)
-    body = await json_body(request, optional=True)
-    reason = field(body, "reason", str, default=None) or f"stopped by {principal.actor}"
+    body = parse(Stop, await json_body(request, optional=True))
+    reason = body.reason or f"stopped by {principal.actor}"
     await runtime.stop(run.run_id, reason)
     return _control(runtime, run.run_id)
 
@@ -215,9 +202,8 @@ async def supplement_run(request: Request, runtime: Runtime,
                          principal: Principal) -> JSONResponse:
     """``POST /v1/runs/{run_id}/supplement`` ``{"text"}``: input for the root's next turn."""
     run = owned_run(runtime.store, request.path_params["run_id"], principal)
-    body = await json_body(request)
-    text = field(body, "text", str, required=True)
-    await runtime.supplement(run.run_id, text)
+    body = parse(Supplement, await json_body(request))
+    await runtime.supplement(run.run_id, body.text)
     return _control(runtime, run.run_id)
 
 
@@ -249,15 +235,15 @@ async def _answer(request: Request, runtime: Runtime, principal: Principal, *,
     """Answer a waiting call of the principal's run, as the principal's actor."""
     run = owned_run(runtime.store, request.path_params["run_id"], principal)
     operation_id = request.path_params["operation_id"]
-    body = await json_body(request, optional=True)
-    reason = field(body, "reason", str, default=None)
+    body = parse(Answer, await json_body(request, optional=True))
     how = runtime.approve if approve else runtime.reject
-    record = await how(run.run_id, operation_id, reason=reason, actor=principal.actor)
-    row = runtime.store.get("runs", {"run_id": run.run_id}) or {}
+    record = await how(run.run_id, operation_id, reason=body.reason, actor=principal.actor)
+    now = get_run(runtime.store, run.run_id, lenient=True)  # the answer may have queued it
+    run_status = None if now is None else now.stored_status
     worker = getattr(request.app.state, "worker", None)
-    if worker is not None and row.get("status") == "pending":  # queued again: go on now
+    if worker is not None and run_status == "pending":  # queued again: go on now
         worker.wake()
     return JSONResponse({"run_id": run.run_id, "operation_id": operation_id,
                          "status": record.status, "answer": record.answer,
                          "reason": record.reason, "actor": record.actor,
-                         "answered_at": record.answered_at, "run_status": row.get("status")})
+                         "answered_at": record.answered_at, "run_status": run_status})

@@ -8,7 +8,7 @@ non-printable or escaped-by-number character). It is written on the documented s
 ``OTHER``, which only makes the filter let more through, never less.
 
 Owns: ``parse`` and the node shapes. Does not own: what a node requires of a message
-(``intent._prefilter``). A pattern in verbose mode (``(?x)``) is not read (``Unreadable``):
+(``intent._prefilter``). A pattern in verbose mode (``(?x)``) is not read (``parse`` returns ``None``):
 its whitespace and comments would need their own rules, and such a rule is always run.
 """
 
@@ -17,11 +17,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["EDGES", "OTHER", "Branch", "Edge", "Group", "Literal", "Node", "Repeat", "Unreadable",
-           "parse"]
+__all__ = ["EDGES", "OTHER", "Branch", "Edge", "Group", "Literal", "Node", "Repeat", "parse"]
 
 
-class Unreadable(ValueError):
+class _Unreadable(ValueError):
     """The pattern is not one this reader follows (verbose mode, or not a valid pattern)."""
 
 
@@ -66,16 +65,17 @@ _CLASS_ESCAPES = frozenset("dDwWsSB")
 _CONTROL_ESCAPES = frozenset("afnrtv")
 
 
-def parse(pattern: str) -> tuple[Node, ...]:
-    """The pattern as one sequence of nodes (a top-level ``|`` is one ``Branch``).
-
-    Raises:
-        Unreadable: verbose mode, an unbalanced group or class, or a trailing backslash.
-    """
+def parse(pattern: str) -> tuple[Node, ...] | None:
+    """The pattern as one sequence of nodes (a top-level ``|`` is one ``Branch``); ``None``
+    for a pattern this reader does not follow: verbose mode, an unbalanced group or class, a
+    trailing backslash."""
     reader = _Reader(pattern)
-    items = reader.alternation()
-    if reader.at < len(pattern):
-        raise Unreadable(f"unbalanced ')' at {reader.at}")
+    try:
+        items = reader.alternation()
+        if reader.at < len(pattern):
+            raise _Unreadable(f"unbalanced ')' at {reader.at}")
+    except _Unreadable:
+        return None
     return items
 
 
@@ -147,7 +147,7 @@ class _Reader:
         if head == "#":  # a comment
             end = text.find(")", at)
             if end < 0:
-                raise Unreadable("unterminated comment")
+                raise _Unreadable("unterminated comment")
             self.at = end + 1
             return None
         if head in (":", ">"):
@@ -156,7 +156,7 @@ class _Reader:
         if text.startswith("P<", at + 1):
             end = text.find(">", at)
             if end < 0:
-                raise Unreadable("unterminated group name")
+                raise _Unreadable("unterminated group name")
             self.at = end + 1
             return self.close(Group(self.alternation()))
         if head in ("=", "!") or text.startswith(("<=", "<!"), at + 1) or head in ("(", "P"):
@@ -165,9 +165,9 @@ class _Reader:
             return self.close(OTHER)
         flags = re.match(r"\?([aiLmsux]*)(?:-([imsx]*))?([:)])", text[at:])
         if flags is None:
-            raise Unreadable(f"unknown group at {at}")
+            raise _Unreadable(f"unknown group at {at}")
         if "x" in flags.group(1):
-            raise Unreadable("verbose mode is not read")
+            raise _Unreadable("verbose mode is not read")
         self.at = at + flags.end()
         if flags.group(3) == ")":
             return None  # (?i) and the like: flags for the whole pattern
@@ -175,7 +175,7 @@ class _Reader:
 
     def close(self, node: Node) -> Node:
         if self.peek() != ")":
-            raise Unreadable("unbalanced '('")
+            raise _Unreadable("unbalanced '('")
         self.at += 1
         return node
 
@@ -188,13 +188,13 @@ class _Reader:
         while at < len(text) and text[at] != "]":
             at += 2 if text[at] == "\\" else 1
         if at >= len(text):
-            raise Unreadable("unterminated character class")
+            raise _Unreadable("unterminated character class")
         self.at = at + 1
 
     def escape(self) -> Node:
         char = self.peek()
         if not char:
-            raise Unreadable("trailing backslash")
+            raise _Unreadable("trailing backslash")
         self.at += 1
         if char in ("b", "A", "Z"):
             return Edge("\\" + char)
@@ -210,7 +210,7 @@ class _Reader:
         if char == "N":
             end = self.text.find("}", self.at)
             if end < 0:
-                raise Unreadable("unterminated \\N{…}")
+                raise _Unreadable("unterminated \\N{…}")
             self.at = end + 1
             return OTHER
         if char.isalnum():

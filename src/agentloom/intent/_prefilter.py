@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from agentloom.intent._pattern import OTHER, Branch, Edge, Group, Literal, Node, Repeat, Unreadable, parse
+from agentloom.intent._pattern import OTHER, Branch, Edge, Group, Literal, Node, Repeat, parse
 
 __all__ = ["MIN_LENGTH", "WORD", "Need", "fold", "keyword_need", "requirement", "words"]
 
@@ -51,11 +51,8 @@ WORD = re.compile(r"\w+")
 def requirement(pattern: str) -> frozenset[Need] | None:
     """Needs at least one of which every match of ``pattern`` meets; ``None`` when no such
     set of strings of at least ``MIN_LENGTH`` characters is found."""
-    try:
-        parsed = parse(pattern)
-    except Unreadable:  # the rule compiles elsewhere; an unread one is simply not filtered
-        return None
-    return _sequence(parsed)
+    parsed = parse(pattern)  # None: not read; the rule compiles elsewhere and is always run
+    return None if parsed is None else _sequence(parsed)
 
 
 def keyword_need(keywords: tuple[str, ...]) -> frozenset[Need] | None:

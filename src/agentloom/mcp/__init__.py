@@ -27,7 +27,12 @@ the configuration's shape (``config.mcp``).
 Modules: ``errors`` (codes), ``secrets``, ``launch`` (port + unconfined default),
 ``profiles``, ``watch`` (step timeouts, a transport's end), ``connection``, ``http_pool``,
 ``catalog``, ``pool``, ``handler``, ``resources``, ``prompts``, ``discovery``.
+Every one needs the ``mcp`` extra: importing this package without it is ``MissingExtra``.
 """
+
+from agentloom.extras import require
+
+require("mcp", "agentloom.mcp (MCP servers)")
 
 from agentloom.mcp.catalog import McpTool, capability_key, exposed_name, list_tools, select
 from agentloom.mcp.connection import ConnectionRecord, McpConnection, open_connection

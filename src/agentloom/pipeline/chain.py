@@ -47,6 +47,7 @@ from agentloom.pipeline import crashpoints
 from agentloom.pipeline.approval import awaiting_ops, default_question
 from agentloom.pipeline.records import hook_row
 from agentloom.results import OperationResult, ToolResult
+from agentloom.store.operations import hook_invocations
 from agentloom.store.ports import Op
 
 if TYPE_CHECKING:
@@ -174,9 +175,9 @@ class HookChain:
         position = int(cursor.get("position", 0))
         if position >= len(self.hooks):
             return None
-        rows = call.pipeline.store.query("hook_invocations", {
-            "operation_id": state.operation_id, "timing": timing, "position": position})
-        if rows and rows[0]["status"] == "started":
+        rows = hook_invocations(call.pipeline.store, state.operation_id, timing=timing,
+                                position=position)
+        if rows and rows[0].status == "started":
             hook = self.hooks[position]
             if hook.on_failure == "deny":
                 record: dict[str, Any] = {

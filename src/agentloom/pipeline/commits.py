@@ -35,6 +35,8 @@ from agentloom.pipeline.context import InvocationContext
 from agentloom.pipeline.coordinator import CommitCoordinator
 from agentloom.pipeline.records import OperationState, remember_arguments
 from agentloom.pipeline.stored import blobs_to_write, committed
+from agentloom.store.blobs import get_blob
+from agentloom.store.operations import find_operation, logical_keys
 from agentloom.store.ports import Fence, Op, Store, WriteSet
 
 BASES_LIMIT = 10_000  # (run, capability, role, invocation) bases kept for delta-encoded arguments
@@ -77,17 +79,15 @@ class CommitPath:
         if indexed:
             known = self._known.get(ctx.run_id)
             if known is None or known[0] != ctx.lease_epoch:
-                keys = {r["logical_key"] for r in self.store.query(
-                    "operations", {"run_id": ctx.run_id})}
+                keys = logical_keys(self.store, ctx.run_id)
                 self._known.pop(ctx.run_id, None)
                 if len(self._known) >= KNOWN_LIMIT:
                     del self._known[next(iter(self._known))]
                 known = self._known[ctx.run_id] = (ctx.lease_epoch, keys)
             if logical_key not in known[1]:
                 return None
-        rows = self.store.query(
-            "operations", {"run_id": ctx.run_id, "logical_key": logical_key}, limit=1)
-        return OperationState.from_row(rows[0], self.store) if rows else None
+        found = find_operation(self.store, ctx.run_id, logical_key)
+        return None if found is None else OperationState.from_row(found.to_row(), self.store)
 
     # -- delta bases -----------------------------------------------------------------------
     def delta_base(self, ctx: InvocationContext,
@@ -158,7 +158,7 @@ class CommitPath:
         rows: list[Op] = []
         for blob in blobs:
             if blob.chunked:
-                if self.store.get("blobs", {"digest": blob.digest}) is not None:
+                if get_blob(self.store, blob.digest) is not None:
                     continue  # content-addressed: the same text, with all its chunks
                 for group in blob.chunk_groups():
                     await self.coordinator.commit(WriteSet(tuple(group), fence),

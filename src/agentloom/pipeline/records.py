@@ -14,6 +14,7 @@ from typing import Any
 from agentloom.errors import OperationError, StoreError
 from agentloom.pipeline.stored import RESULT_PARTS, EncodedJson, PartCache, encoded_over
 from agentloom.results import OperationResult, ToolResult
+from agentloom.store.operations import attempt_op, get_operation, hook_op
 from agentloom.store.ports import Insert, Put, Store
 
 __all__ = [
@@ -230,18 +231,8 @@ def attempt_row(
     operation_id: str, attempt_no: int, status: str, data: dict[str, Any], *, finished: bool
 ) -> Put | Insert:
     """The Attempt row: inserted when it starts (a second start is refused), updated when it ends."""
-    now = time.time()
-    row: dict[str, Any] = {
-        "operation_id": operation_id,
-        "attempt_no": attempt_no,
-        "status": status,
-        "data": data,
-    }
-    if finished:
-        row["finished_at"] = now
-    else:
-        row["started_at"] = now
-    return Put("attempts", row) if finished else Insert("attempts", row)
+    return attempt_op(operation_id=operation_id, attempt_no=attempt_no, status=status, data=data,
+                      at=time.time(), finished=finished)
 
 
 def hook_row(
@@ -255,19 +246,9 @@ def hook_row(
     decision: str | None = None,
 ) -> Put:
     """The ``hook_invocations`` row of hook ``position`` of ``timing``, as it now stands."""
-    return Put(
-        "hook_invocations",
-        {
-            "operation_id": operation_id,
-            "timing": timing,
-            "position": position,
-            "hook_id": hook_id,
-            "status": status,
-            "decision": decision,
-            "created_at": time.time(),
-            "data": data,
-        },
-    )
+    return hook_op(operation_id=operation_id, timing=timing, position=position,
+                   hook_id=hook_id, status=status, decision=decision, created_at=time.time(),
+                   data=data)
 
 
 # -- arguments stored as a delta of an earlier call's ------------------------------------------
@@ -321,11 +302,11 @@ def proposed_arguments(request: dict[str, Any], store: Store) -> dict[str, Any]:
         if known is not None:
             args = known
             break
-        row = store.get("operations", {"operation_id": delta["base"]})
-        if row is None:
+        base = get_operation(store, delta["base"])
+        if base is None:
             raise StoreError(f"the arguments of an operation refer to operation "
                              f"{delta['base']}, which is not stored")
-        current = row["data"]["request"]
+        current = base.data["request"]
     else:
         args = current["proposed_arguments"]
     for delta in reversed(deltas):

@@ -11,13 +11,13 @@ into the agent's configuration")::
 
     release build ─► skill_hook_sources(config, bound, store, root)
                        (agent, skill) -> the release's version + its materialised folder
-                  ─► agent.config_parts.hook_specs: the front matter's Claude Code hooks
+                  ─► assembly.hooks.hook_specs: the front matter's Claude Code hooks
                      converted (hooks.claude.import_events), each command run with the
                      skill's folder as its project folder ($CLAUDE_PROJECT_DIR, the cwd)
 
 A skill's hooks never run unless an entry binds them. Owns: finding the version and folder of
 each bound skill and refusing what cannot be bound. Does not own: the conversion
-(``hooks.claude``), the hook specs (``agent.config_parts``).
+(``hooks.claude``), the hook specs (``assembly.hooks``).
 """
 
 from __future__ import annotations

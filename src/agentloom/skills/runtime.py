@@ -26,6 +26,7 @@ from pathlib import Path
 from agentloom.skills.errors import NOT_FOUND, SkillImportError
 from agentloom.skills.manifest import ENTRY
 from agentloom.skills.versions import SkillVersion, file_bytes, get_version
+from agentloom.store import skills as skill_rows
 from agentloom.store.ports import Store
 
 __all__ = ["CACHE_FOLDER", "MOUNT_ROOT", "SKILL_TOOLS", "SkillBindings", "model_visible",
@@ -56,20 +57,20 @@ def role_versions(store: Store, names: Sequence[str] | str) -> tuple[SkillVersio
         SkillImportError: ``SKILL_NOT_FOUND`` naming the first skill not imported.
     """
     if names == "*":
-        rows = store.query("skills", order_by=("name",))
+        rows = skill_rows.skills(store)
     else:
         rows = []
         for name in names:
-            row = store.get("skills", {"name": name})
+            row = skill_rows.get_skill(store, name)
             if row is None:
                 raise SkillImportError(NOT_FOUND, f"no imported skill named {name!r}")
             rows.append(row)
     found = []
     for row in rows:
-        version = get_version(store, row["digest"])
+        version = get_version(store, row.digest)
         if version is None:
-            raise SkillImportError(NOT_FOUND, f"skill {row['name']!r}: version "
-                                   f"{row['digest'][:12]} is missing from the store")
+            raise SkillImportError(NOT_FOUND, f"skill {row.name!r}: version "
+                                   f"{row.digest[:12]} is missing from the store")
         found.append(version)
     return tuple(found)
 

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from agentloom.errors import StoreError
 from agentloom.skills.errors import NOT_FOUND, SkillImportError
-from agentloom.store.ports import Insert, Op, Put, Store, WriteSet
+from agentloom.store import blobs as blob_rows
+from agentloom.store import skills as skill_rows
+from agentloom.store.ports import Op, Store, WriteSet
 
 __all__ = ["SkillFile", "SkillSource", "SkillVersion", "file_bytes", "get_version",
            "list_skills", "skill_history", "store_version", "version_digest"]
@@ -83,7 +85,7 @@ class SkillVersion:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SkillVersion:
+    def from_dict(cls, data: Mapping[str, Any]) -> SkillVersion:
         return cls(digest=data["digest"], name=data["name"], description=data["description"],
                    source=SkillSource(**data["source"]),
                    files=tuple(SkillFile(**f) for f in data["files"]),
@@ -122,14 +124,12 @@ def _blob_ops(root: Path, file: SkillFile, now: float) -> Iterator[list[Op]]:
     if chunked:
         with (root / file.path).open("rb") as src:
             seq = 0
-            while chunk := src.read(CHUNK_SIZE):
-                yield [Insert("blob_chunks", {"digest": file.sha256, "seq": seq,
-                                              "content": chunk}, if_absent=True)]
+            while piece := src.read(CHUNK_SIZE):
+                yield [blob_rows.chunk_insert(digest=file.sha256, seq=seq, content=piece)]
                 seq += 1
     content = b"" if chunked else (root / file.path).read_bytes()
-    yield [Insert("blobs", {"digest": file.sha256, "size": file.size, "created_at": now,
-                            "content": content, "chunk_size": CHUNK_SIZE if chunked else None},
-                  if_absent=True)]
+    yield [blob_rows.blob_insert(digest=file.sha256, size=file.size, created_at=now,
+                                 content=content, chunk_size=CHUNK_SIZE if chunked else None)]
 
 
 def store_version(store: Store, version: SkillVersion, root: Path) -> bool:
@@ -139,19 +139,19 @@ def store_version(store: Store, version: SkillVersion, root: Path) -> bool:
     Raises:
         StoreError: a commit failed.
     """
-    existing = store.get("skill_versions", {"digest": version.digest})
+    existing = skill_rows.has_version(store, version.digest)
     now = time.time()
-    if existing is None:
+    if not existing:
         for file in version.files:
             for ops in _blob_ops(root, file, now):
                 _commit(store, [WriteSet(tuple(ops), label=f"skill blob {file.path}")])
-    current: list[Op] = [Insert("skill_versions", {"digest": version.digest, "name": version.name,
-                                         "created_at": version.created_at,
-                                         "data": version.to_dict()}, if_absent=True),
-               Put("skills", {"name": version.name, "digest": version.digest,
-                              "updated_at": now, "data": {"source": asdict(version.source)}})]
+    current: list[Op] = [
+        skill_rows.version_insert(digest=version.digest, name=version.name,
+                                  created_at=version.created_at, data=version.to_dict()),
+        skill_rows.skill_put(name=version.name, digest=version.digest, updated_at=now,
+                             data={"source": asdict(version.source)})]
     _commit(store, [WriteSet(tuple(current), label=f"skill {version.name}")])
-    return existing is None
+    return not existing
 
 
 def _commit(store: Store, batch: list[WriteSet]) -> None:
@@ -163,16 +163,16 @@ def _commit(store: Store, batch: list[WriteSet]) -> None:
 def list_skills(store: Store) -> list[SkillVersion]:
     """The current version of every imported skill, by name."""
     found = []
-    for row in store.query("skills", order_by=("name",)):
-        version = get_version(store, row["digest"])
+    for row in skill_rows.skills(store):
+        version = get_version(store, row.digest)
         if version is not None:
             found.append(version)
     return found
 
 
 def get_version(store: Store, digest: str) -> SkillVersion | None:
-    row = store.get("skill_versions", {"digest": digest})
-    return None if row is None else SkillVersion.from_dict(row["data"])
+    data = skill_rows.version_data(store, digest)
+    return None if data is None else SkillVersion.from_dict(data)
 
 
 def skill_history(store: Store, name: str) -> tuple[SkillVersion, list[SkillVersion]]:
@@ -181,14 +181,13 @@ def skill_history(store: Store, name: str) -> tuple[SkillVersion, list[SkillVers
     Raises:
         SkillImportError: ``SKILL_NOT_FOUND`` — no skill of that name was imported.
     """
-    row = store.get("skills", {"name": name})
-    current = None if row is None else get_version(store, row["digest"])
+    row = skill_rows.get_skill(store, name)
+    current = None if row is None else get_version(store, row.digest)
     if current is None:
-        known = [r["name"] for r in store.query("skills", order_by=("name",))]
+        known = [r.name for r in skill_rows.skills(store)]
         raise SkillImportError(NOT_FOUND, f"no skill named {name!r} in the store; imported: "
                                f"{', '.join(known) or 'none'}")
-    rows = store.query("skill_versions", {"name": name}, order_by=("created_at",))
-    return current, [SkillVersion.from_dict(r["data"]) for r in rows]
+    return current, [SkillVersion.from_dict(d) for d in skill_rows.versions_of(store, name)]
 
 
 def file_bytes(store: Store, version: SkillVersion, path: str) -> bytes:
@@ -200,14 +199,14 @@ def file_bytes(store: Store, version: SkillVersion, path: str) -> bytes:
     """
     for file in version.files:
         if file.path == path:
-            row = store.get("blobs", {"digest": file.sha256})
-            if row is not None and not row.get("chunk_size"):
-                return bytes(row["content"])
-            if row is not None:
-                parts = [store.get("blob_chunks", {"digest": file.sha256, "seq": i})
-                         for i in range(-(-file.size // int(row["chunk_size"])))]
+            blob = blob_rows.get_blob(store, file.sha256)
+            if blob is not None and not blob.chunk_size:
+                return blob.content
+            if blob is not None and blob.chunk_size:
+                parts = [blob_rows.chunk(store, file.sha256, i)
+                         for i in range(-(-file.size // blob.chunk_size))]
                 if all(p is not None for p in parts):
-                    return b"".join(bytes(p["content"]) for p in parts if p is not None)
+                    return b"".join(p for p in parts if p is not None)
             break
     raise SkillImportError(NOT_FOUND, f"skill {version.name!r} ({version.digest[:12]}) has no "
                            f"stored file {path!r}")

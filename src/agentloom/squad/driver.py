@@ -74,7 +74,7 @@ from agentloom.squad.results import NodeOutcome, materialise
 from agentloom.squad.spec import AgentNode, CapabilityNode, WaitNode, WorkflowSpec
 from agentloom.squad.templates import render, render_args
 from agentloom.squad.validate import start_nodes
-from agentloom.store.ports import Insert, Put
+from agentloom.store.workflow_nodes import WorkflowNodeRecord, node_op, node_records
 
 if TYPE_CHECKING:
     from agentloom.agent.runtime import Runtime
@@ -83,8 +83,9 @@ __all__ = ["WorkflowProgram", "node_rows"]
 
 
 def node_rows(store: Any, run_id: str) -> list[dict[str, Any]]:
-    """Every committed node record of a workflow run, oldest first."""
-    return list(store.query("workflow_nodes", {"run_id": run_id}, order_by=("created_at",)))
+    """Every committed node record of a workflow run, oldest first, as rows
+    (``store.workflow_nodes.node_records`` gives them typed)."""
+    return [record.to_row() for record in node_records(store, run_id)]
 
 
 class WorkflowProgram:
@@ -181,7 +182,7 @@ class _Drive:
         # them (a node's output reaches the next node through its record, not a transcript)
         self.ctx = dataclasses.replace(run.context(program.name, run.run_id), context_scope=None)
         self.store = run.kernel.store
-        self.rows = {(r["node"], int(r["attempt"])): r for r in node_rows(self.store, run.run_id)}
+        self.rows = {(r.node, r.attempt): r for r in node_records(self.store, run.run_id)}
         self.state = GraphState(self.spec, starts=program.starts)
 
     async def run(self) -> LoopOutcome:
@@ -235,9 +236,9 @@ class _Drive:
 
     # -- one activation ---------------------------------------------------------------------
     async def _activation(self, act: Activation) -> NodeOutcome:
-        row = self.rows.get((act.node, act.attempt))
-        if row is not None and row["status"] in ("succeeded", "failed"):
-            return NodeOutcome.from_row(row)
+        record = self.rows.get((act.node, act.attempt))
+        if record is not None and record.status in ("succeeded", "failed"):
+            return NodeOutcome.from_row(record.to_row())
         key = f"{self.run_.run_id}/n/{act.node}/{act.attempt}"
         call_id = f"{act.node}#{act.attempt}"
         base = {"node": act.node, "attempt": act.attempt, "call_id": call_id}
@@ -321,20 +322,21 @@ class _Drive:
         """Commit the node's record (and a success's blackboard patches) in one commit."""
         now = time.time()
         first = self.rows.get((act.node, act.attempt))
-        row = {"run_id": self.run_.run_id, "node": act.node, "attempt": act.attempt,
-               "status": outcome.status, "operation_id": outcome.operation_id,
-               "created_at": first["created_at"] if first else now, "updated_at": now,
-               "data": {**outcome.to_data(), "call_id": call_id,
-                        **({"feedback": act.feedback} if act.feedback else {})}}
+        record = WorkflowNodeRecord(
+            run_id=self.run_.run_id, node=act.node, attempt=act.attempt, status=outcome.status,
+            operation_id=outcome.operation_id,
+            created_at=first.created_at if first else now, updated_at=now,
+            data={**outcome.to_data(), "call_id": call_id,
+                  **({"feedback": act.feedback} if act.feedback else {})})
         # its first record is new (this holder read every record of the run when it began)
-        ops: list[Any] = [Put("workflow_nodes", row) if first else Insert("workflow_nodes", row)]
+        ops: list[Any] = [node_op(record, new=first is None)]
         if outcome.succeeded and outcome.patches:
             ops.extend(collab.blackboard_ops(self.store, self.run_.run_id, outcome.patches))
         # A record of what has happened (its call's envelope is committed, or rides in this
         # same commit): visible at once, on the disk with the next synced commit — the next
         # node's intent — and re-derived from the envelope if a power loss takes it.
         await self.run_.kernel.pipeline.commits.write(self.ctx, ops, sync=False)
-        self.rows[(act.node, act.attempt)] = row
+        self.rows[(act.node, act.attempt)] = record
 
     def _emit(self, kind: str, payload: Mapping[str, Any]) -> None:
         if not self.run_.listening():  # live events only: nothing to make when nobody follows

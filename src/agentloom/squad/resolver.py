@@ -48,6 +48,7 @@ __all__ = ["ExecutorFactory", "ExecutorResolver", "Permission", "RoleConfig", "R
 Permission: TypeAlias = Literal["allow", "deny"]
 
 E = TypeVar("E")
+SKILLS_EXTRA = "skills"  # the key of an agent's bound Skills in its spec's ``extras``
 
 ExecutorFactory: TypeAlias = Callable[["RoleConfig"], "E | Awaitable[E]"]
 """Builds one role's executor from its configuration, synchronously or as an awaitable."""
@@ -110,7 +111,7 @@ class RoleConfig:
         included) and retry / limits settings the release id is made of, plus what else shapes
         its executor (instructions, executors, output, think and output-limit settings, bound
         skills) under ``extras``; ``extras`` given are added to those."""
-        from agentloom.agent.runtime import _model_identity  # the release id's, not a second one
+        from agentloom.agent.release import model_identity  # the release id's, not a second one
 
         described: dict[str, Any] = {"instructions": spec.instructions,
                                      "description": spec.description,
@@ -121,9 +122,10 @@ class RoleConfig:
             described["think"] = {"enabled": spec.think.enabled, "effort": spec.think.effort}
         if spec.max_output_tokens is not None:
             described["max_output_tokens"] = spec.max_output_tokens
-        if spec.extras.get("skills"):
-            described["skills"] = dict(spec.extras["skills"])
-        return cls(name=spec.name, model=_model_identity(spec.model), tools=tuple(spec.tool_keys()),
+        bound = spec.extras.get(SKILLS_EXTRA)
+        if bound:
+            described["skills"] = dict(bound)
+        return cls(name=spec.name, model=model_identity(spec.model), tools=tuple(spec.tool_keys()),
                    permissions=dict(permissions or {}), limits=spec.policy_settings(),
                    max_concurrent=max_concurrent, extras={**described, **(extras or {})})
 

@@ -35,6 +35,7 @@ from agentloom.results import OperationResult
 __all__ = ["NodeOutcome", "NodeStatus", "materialise"]
 
 NodeStatus: TypeAlias = Literal["succeeded", "failed", "waiting"]
+ATTEMPTS_KEY = "attempts"  # in a node record's data: how many Attempts its call made
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +56,7 @@ class NodeOutcome:
 
     def to_data(self) -> dict[str, Any]:
         """What the node's record keeps (``workflow_nodes.data``)."""
-        out: dict[str, Any] = {"output": self.output, "attempts": self.attempts}
+        out: dict[str, Any] = {"output": self.output, ATTEMPTS_KEY: self.attempts}
         if self.error is not None:
             out["error"] = self.error.to_dict()
         if self.unknown:
@@ -68,12 +69,13 @@ class NodeOutcome:
     def from_row(cls, row: Mapping[str, Any]) -> NodeOutcome:
         data = row.get("data") or {}
         error = data.get("error")
+        attempts = data.get(ATTEMPTS_KEY)
         status = row["status"]
         assert status in ("succeeded", "failed", "waiting")
         return cls(status=status, output=str(data.get("output") or ""),
                    error=OperationError.from_dict(error) if error else None,
                    unknown=tuple(data.get("unknown") or ()),
-                   operation_id=row.get("operation_id"), attempts=int(data.get("attempts") or 0))
+                   operation_id=row.get("operation_id"), attempts=int(attempts or 0))
 
 
 def materialise(node: str, envelope: OperationResult, *, wait: bool = False) -> NodeOutcome:

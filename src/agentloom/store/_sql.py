@@ -1,7 +1,8 @@
 """Shared SQL machinery for the SQLite and PostgreSQL stores.
 
-Subclasses supply a DB-API connection factory and the dialect's placeholder;
-SQL text is generated from ``schema.TABLES`` so both backends write the same rows.
+Subclasses supply a DB-API connection factory, their ``dialect`` (which SQL of each
+``migrations.MIGRATIONS`` entry they apply) and its placeholder; SQL text is generated from
+``schema.TABLES`` so both backends write the same rows.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from agentloom.canonical import canonical_json
 from agentloom.errors import FencedOut, RevisionConflict, StoreError
 from agentloom.store._readonly import RefusingWriter, check_version, not_found
 from agentloom.store.clock import StoreClock
+from agentloom.store.migrations import MIGRATIONS, column_type
 from agentloom.store.ports import (
     Claimed,
     Delete,
@@ -31,7 +33,7 @@ from agentloom.store.ports import (
     lease_held,
 )
 from agentloom.store.queue import ClaimRequest, SleepingListener, claim_request
-from agentloom.store.schema import MIGRATIONS, Table, table
+from agentloom.store.schema import Table, table
 
 
 def dumps(value: Any) -> str:
@@ -44,6 +46,8 @@ class SqlStore:
 
     url: str
     durable: bool = True
+    dialect = "sqlite"
+    """The key of this backend's SQL in every ``migrations.Migration``."""
     placeholder = "?"
     integrity_errors: tuple[type[BaseException], ...] = ()
     #: One row, one column: the store's time in seconds since the epoch (``store.clock``).
@@ -98,9 +102,6 @@ class SqlStore:
     def _migration_lock(self, cur: Any) -> None:
         """Serialise concurrent migrators (PostgreSQL takes an advisory lock)."""
 
-    def _ddl(self, sqlite_sql: str, postgres_sql: str) -> str:
-        raise NotImplementedError
-
     def _is_key_conflict(self, exc: BaseException) -> bool:
         """Whether an ``integrity_errors`` exception is a duplicate key (not, say, NOT NULL)."""
         return True
@@ -120,19 +121,19 @@ class SqlStore:
                 cur.execute(
                     "CREATE TABLE IF NOT EXISTS schema_migrations ("
                     "version INTEGER PRIMARY KEY, summary TEXT NOT NULL, applied_at "
-                    + ("DOUBLE PRECISION" if self.placeholder == "%s" else "REAL")
+                    + column_type(self.dialect, "real")
                     + " NOT NULL)"
                 )
                 cur.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
                 current = int(cur.fetchone()[0])
                 check_version(current, self._safe_url(), read_only=False)
                 for version in range(current + 1, len(MIGRATIONS) + 1):
-                    summary, sqlite_sql, postgres_sql = MIGRATIONS[version - 1]
-                    self._execute_script(cur, self._ddl(sqlite_sql, postgres_sql))
+                    migration = MIGRATIONS[version - 1]
+                    self._execute_script(cur, migration.ddl(self.dialect))
                     cur.execute(
                         "INSERT INTO schema_migrations (version, summary, applied_at) "
                         f"VALUES ({self.placeholder}, {self.placeholder}, {self.placeholder})",
-                        (version, summary, time.time()),
+                        (version, migration.summary, time.time()),
                     )
                 self._writer.commit()
             except BaseException:

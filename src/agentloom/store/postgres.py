@@ -98,6 +98,7 @@ class PostgresStore(SqlStore):
     leases (``FOR UPDATE SKIP LOCKED``), every commit fenced by ``(run_id, lease_epoch)``.
     Needs the ``postgres`` extra (psycopg)."""
 
+    dialect = "postgresql"
     placeholder = "%s"
     now_sql = "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"  # the server's clock
     _literal: Any  # the writer's client-side-binding cursor (see _commit_in_one_query)
@@ -268,9 +269,6 @@ class PostgresStore(SqlStore):
 
     def _migration_lock(self, cur: Any) -> None:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(current_schema() || 'agentloom'))")
-
-    def _ddl(self, sqlite_sql: str, postgres_sql: str) -> str:
-        return postgres_sql
 
     def _lock_run(self, cur: Any, run_id: str, *, exclusive: bool) -> None:
         cur.execute(_RUN_LOCK if exclusive else _RUN_LOCK_SHARED, (run_id,))

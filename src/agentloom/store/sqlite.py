@@ -36,6 +36,7 @@ class SqliteStore(SqlStore):
     """The embedded default ``Store``: one SQLite file in WAL mode, no server. One process
     writes at a time; for more than one worker use ``PostgresStore``."""
 
+    dialect = "sqlite"
     placeholder = "?"
     integrity_errors = (sqlite3.IntegrityError,)
 
@@ -68,9 +69,6 @@ class SqliteStore(SqlStore):
             cur.execute("PRAGMA synchronous=FULL" if sync else "PRAGMA synchronous=NORMAL")
             self._synced = sync
         cur.execute("BEGIN IMMEDIATE")
-
-    def _ddl(self, sqlite_sql: str, postgres_sql: str) -> str:
-        return sqlite_sql
 
     def _claim(self, cur: Any, req: ClaimRequest) -> Claimed | None:
         """``BEGIN IMMEDIATE`` already serialises every writer: count, select, update."""

@@ -2,7 +2,7 @@
 
 ::
 
-    agentloom.run {agent}                          Runtime._drive (live)
+    agentloom.run {agent}                          RunDriver.drive (live)
     └─ invoke_agent {agent}                        each invocation: the root, every Executor
        ├─ chat {model}                             a model call   ┐ operation spans, built
        ├─ execute_tool {tool}                      a tool call    │ from the pipeline's

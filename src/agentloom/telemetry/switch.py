@@ -19,6 +19,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from agentloom.extras import require
 from agentloom.telemetry.ports import AgentModels, RunTracer
 from agentloom.telemetry.propagation import start_propagating
 
@@ -41,8 +42,8 @@ def tracing(*, tracer_provider: Any = None, enabled: bool | None = None, models:
     """The runtime's tracer, or ``None`` when it does not trace (see the module docstring).
 
     Raises:
-        ImportError: tracing is wanted and the OpenTelemetry SDK is not installed (the
-            message names the ``agentloom[otel]`` extra).
+        MissingExtra: tracing is wanted without a provider and the OpenTelemetry SDK is not
+            installed (an ``ImportError`` whose message names the ``agentloom[otel]`` extra).
     """
     owned = False
     if tracer_provider is None:
@@ -58,16 +59,12 @@ def tracing(*, tracer_provider: Any = None, enabled: bool | None = None, models:
 def _default_provider() -> tuple[Any, bool]:
     """The global provider when the application set an SDK one, else a new one exporting
     OTLP over HTTP (and True: the runtime shuts it down)."""
-    try:
-        from opentelemetry import trace
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    except ImportError as exc:
-        raise ImportError(
-            f"tracing is on (telemetry.enabled or {ENDPOINT_ENV}) but the OpenTelemetry SDK "
-            f"is not installed ({exc.name}); install it with: pip install '{OTEL_EXTRA}'"
-        ) from exc
+    require("otel", f"tracing (telemetry.enabled or {ENDPOINT_ENV})")
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
     current = trace.get_tracer_provider()
     if isinstance(current, TracerProvider):
         return current, False

@@ -49,6 +49,7 @@ from agentloom.kernel import Kernel
 from agentloom.pipeline.records import stored_envelope
 from agentloom.results import ToolResult
 from agentloom.store import open_store
+from agentloom.store.run_rows import run_rows
 
 RELEASE_ID = "kill-harness"
 CAPABILITY_KEY = "ledger.append"
@@ -217,17 +218,7 @@ def observe(store_url: str, run_id: str, ledger: Path,
     hook_ledger = hook_ledger or ledger.with_name(ledger.name + ".hooks")
     store = open_store(store_url)
     try:
-        operations = store.query("operations", {"run_id": run_id}, order_by=("created_at",))
-        attempts = {r["operation_id"]: store.query("attempts", {"operation_id": r["operation_id"]},
-                                                   order_by=("attempt_no",))
-                    for r in operations}
-        hook_rows = {r["operation_id"]: store.query(
-            "hook_invocations", {"operation_id": r["operation_id"]}, order_by=("timing", "position"))
-            for r in operations}
-        context: dict[str, list[dict[str, Any]]] = {}
-        for record in store.query("context_records", {"run_id": run_id},
-                                  order_by=("record_id", "revision")):
-            context.setdefault(record["record_id"], []).append(record)
+        rows = run_rows(store, run_id)
     finally:
         store.close()
     hook_calls: Counter[tuple[str, str]] = Counter()
@@ -235,8 +226,11 @@ def observe(store_url: str, run_id: str, ledger: Path,
         for line in hook_ledger.read_text(encoding="utf-8").splitlines():
             operation_id, timing = line.split()
             hook_calls[(operation_id, timing)] += 1
-    return Observed(run_id, operations, attempts, hook_rows, read_ledger(ledger), hook_calls,
-                    context)
+    return Observed(run_id, [dict(r) for r in rows.operations],
+                    {k: [dict(r) for r in v] for k, v in rows.attempts.items()},
+                    {k: [dict(r) for r in v] for k, v in rows.hook_rows.items()},
+                    read_ledger(ledger), hook_calls,
+                    {k: [dict(r) for r in v] for k, v in rows.context.items()})
 
 
 def violations(obs: Observed, calls: int) -> list[str]:

@@ -29,7 +29,11 @@ from typing import Any, Protocol
 from agentloom.ids import new_id
 from agentloom.refs import OwnerRef
 from agentloom.results import TERMINAL_RUN_STATUSES
+from agentloom.store import cleanup as job_rows
+from agentloom.store import scopes as scope_rows
+from agentloom.store.cleanup import CleanupJobRecord
 from agentloom.store.ports import Fence, Insert, Put, WriteSet
+from agentloom.store.runs import get_run
 from agentloom.workspace._rmtree import remove_tree
 from agentloom.workspace.scope import WorkspaceScope, WorkspaceStore
 
@@ -99,8 +103,7 @@ class RunCleanup:
         commit that ends the run, and the scopes as they are once it is committed (what
         ``end_run`` is given: it then finds nothing left to revoke)."""
         now = time.time()
-        ops = [Put("workspace_scopes", {"workspace_scope_id": s.workspace_scope_id,
-                                        "state": "revoked", "updated_at": now})
+        ops = [scope_rows.scope_state_put(s.workspace_scope_id, "revoked", updated_at=now)
                for s in scopes if s.state == "registered"]
         return ops, [replace(s, state="revoked") if s.state == "registered" else s
                      for s in scopes]
@@ -110,9 +113,9 @@ class RunCleanup:
                       scopes: list[WorkspaceScope] | None = None) -> CleanupResult:
         """Revoke, announce, delete the run's non-persistent folders, record the result.
         ``scopes``: the run's scopes as the caller just read them (else they are read)."""
-        previous = self.scopes.store.get("cleanup_jobs", {"job_id": job_id}) if job_id else None
+        previous = job_rows.get_cleanup_job(self.scopes.store, job_id) if job_id else None
         job_id = job_id or new_id()
-        recorded = (previous["data"] or {}).get("root") if previous else None
+        recorded = previous.data.get("root") if previous else None
         root = Path(recorded) if recorded else self.scopes.root
         if scopes is None:
             scopes = self.scopes.scopes_for_run(run_id)
@@ -153,16 +156,15 @@ class RunCleanup:
                     errors.append(f"deleting scope {scope.workspace_scope_id}: {_reason(exc)}")
         state = "pending" if errors else "done"
         now = time.time()
-        ops: list[Insert | Put] = [Put("workspace_scopes", {"workspace_scope_id": sid, "state": "deleted",
-                                                   "updated_at": now}) for sid in deleted]
-        attempts = int(previous["attempts"]) + 1 if previous else 1
+        ops: list[Insert | Put] = [scope_rows.scope_state_put(sid, "deleted", updated_at=now)
+                                   for sid in deleted]
+        attempts = previous.attempts + 1 if previous else 1
         next_try = now + backoff_s(attempts) if errors else None
-        ops.append((Put if previous else Insert)("cleanup_jobs", {
-            "job_id": job_id, "run_id": run_id, "state": state, "attempts": attempts,
-            "created_at": previous["created_at"] if previous else now, "updated_at": now,
-            "data": {"lease_epoch": lease_epoch, "deleted": deleted, "kept": kept,
-                     "errors": errors, "root": str(root.absolute()),
-                     "next_try": next_try}}))
+        ops.append(job_rows.cleanup_job_op(
+            new=previous is None, job_id=job_id, run_id=run_id, state=state, attempts=attempts,
+            created_at=previous.created_at if previous else now, updated_at=now,
+            data={"lease_epoch": lease_epoch, "deleted": deleted, "kept": kept,
+                  "errors": errors, "root": str(root.absolute()), "next_try": next_try}))
         # done: a record of what has happened, on the disk with the next synced commit (a
         # power loss can take it and leave folders already deleted); a job left to do is synced
         await self.scopes.coordinator.commit(WriteSet(tuple(ops), sync=bool(errors)))
@@ -182,10 +184,10 @@ class RunCleanup:
         moment = time.time() if now is None else now
         results = []
         for job in self.pending_jobs():
-            if wait and float((job["data"] or {}).get("next_try") or 0.0) > moment:
+            if wait and float(job.data.get("next_try") or 0.0) > moment:
                 continue
-            results.append(await self.end_run(job["run_id"], int(job["data"]["lease_epoch"]),
-                                              job_id=job["job_id"]))
+            results.append(await self.end_run(job.run_id, int(job.data["lease_epoch"]),
+                                              job_id=job.job_id))
         return results
 
     async def sweep_ended(self, *, grace_s: float = 60.0,
@@ -200,21 +202,20 @@ class RunCleanup:
         moment = time.time() if now is None else now
         ended: dict[str, int | None] = {}  # run -> its lease epoch when it ended long enough ago
         for state in ("registered", "revoked"):
-            for row in store.query("workspace_scopes", {"state": state, "persistent": 0}):
-                run_id = str(row["run_id"])
+            for scope in scope_rows.scopes_where(store, state=state, persistent=False):
+                run_id = str(scope.run_id)
                 if run_id not in ended:
-                    run = store.get("runs", {"run_id": run_id})
-                    over = (run is not None and run["status"] in TERMINAL_RUN_STATUSES
-                            and moment - float(run["updated_at"]) > grace_s)
-                    ended[run_id] = int(run["lease_epoch"]) if over and run else None
-        pending = {str(job["run_id"]) for job in self.pending_jobs()}
+                    run = get_run(store, run_id, lenient=True)
+                    over = (run is not None and run.stored_status in TERMINAL_RUN_STATUSES
+                            and moment - float(run.updated_at) > grace_s)
+                    ended[run_id] = run.lease_epoch if over and run else None
+        pending = {str(job.run_id) for job in self.pending_jobs()}
         return [await self.end_run(run_id, epoch) for run_id, epoch in ended.items()
                 if epoch is not None and run_id not in pending]
 
-    def pending_jobs(self) -> list[dict[str, Any]]:
-        """The ``cleanup_jobs`` rows still ``pending``, oldest first."""
-        return self.scopes.store.query("cleanup_jobs", {"state": "pending"},
-                                       order_by=("created_at",))
+    def pending_jobs(self) -> list[CleanupJobRecord]:
+        """The cleanup jobs still ``pending``, oldest first."""
+        return job_rows.pending_cleanup_jobs(self.scopes.store)
 
     async def delete_owner(self, owner: OwnerRef) -> list[str]:
         """Delete an owner's folders (000 §7.4): the processes of its runs that still hold a
@@ -223,9 +224,8 @@ class RunCleanup:
         (its file blobs) are removed. A bound folder (the user's) is never deleted. Returns
         the ids of its scopes. ``agent.owners.delete_owner`` calls it once the owner's runs
         have stopped, before it deletes the owner's rows."""
-        rows = self.scopes.store.query("workspace_scopes",
-                                       {"owner_kind": owner.kind, "owner_id": owner.id})
-        scopes = [WorkspaceScope.from_row(r) for r in rows]
+        scopes = [WorkspaceScope.from_record(r) for r in scope_rows.scopes_where(
+            self.scopes.store, owner_kind=owner.kind, owner_id=owner.id)]
         for run_id in sorted({s.run_id for s in scopes if s.state == "registered"}):
             if self.revoke is not None:
                 receipt = await self.revoke(run_id, 1 << 62)
@@ -233,12 +233,11 @@ class RunCleanup:
                     raise RuntimeError(f"run {run_id}: cannot confirm its processes are gone; "
                                        "owner deletion suspended")
         await self.scopes.set_state([s for s in scopes if s.state != "deleted"], "deleted")
-        root = self.scopes.store.get("file_roots", {"owner_kind": owner.kind,
-                                                    "owner_id": owner.id})
+        root = scope_rows.file_root_id(self.scopes.store, owner.kind, owner.id)
         if root is not None:
             owners = "workflows" if owner.kind == "workflow" else "agents"
-            remove_tree(self.scopes.root / owners / str(root["file_root_id"]))
-            remove_tree(self.scopes.root / "system" / owners / str(root["file_root_id"]))
+            remove_tree(self.scopes.root / owners / root)
+            remove_tree(self.scopes.root / "system" / owners / root)
         return [s.workspace_scope_id for s in scopes]
 
 

@@ -31,13 +31,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from agentloom.canonical import sorted_json
 from agentloom.errors import AgentLoomError, ConfigError, ErrorCategory, RevisionConflict
 from agentloom.ids import new_id
 from agentloom.refs import OwnerRef
+from agentloom.store import scopes as scope_rows
 from agentloom.store.ports import Fence, Insert, Put, Store, WriteSet
+from agentloom.store.scopes import ScopeRecord
 from agentloom.workspace._modes import check_owner, hand_over_dir, make_private_dirs
 
 PartitionKind = Literal["agent_session", "workflow_session", "invocation", "bound"]
@@ -94,19 +96,21 @@ class WorkspaceScope:
         return base / "work"
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> WorkspaceScope:
+    def from_record(cls, record: ScopeRecord) -> WorkspaceScope:
+        """The scope of its stored row (``store.scopes``)."""
         return cls(
-            workspace_scope_id=row["workspace_scope_id"],
-            owner_ref=OwnerRef(kind=row["owner_kind"], id=row["owner_id"],
-                               space_id=row["space_id"]),
-            file_root_id=row["file_root_id"],
-            partition_kind=row["partition_kind"],
-            partition_id=row["partition_id"],
-            run_id=row["run_id"],
-            persistent=bool(row["persistent"]),
-            invocation_id=row["invocation_id"],
-            state=row["state"],
-            bound_path=(row.get("data") or {}).get("bound"),
+            workspace_scope_id=record.workspace_scope_id,
+            owner_ref=OwnerRef(kind=cast(Literal["agent", "workflow"], record.owner_kind),
+                               id=record.owner_id,
+                               space_id=record.space_id),
+            file_root_id=record.file_root_id,
+            partition_kind=cast(PartitionKind, record.partition_kind),
+            partition_id=record.partition_id,
+            run_id=record.run_id,
+            persistent=record.persistent,
+            invocation_id=record.invocation_id,
+            state=cast(ScopeState, record.state),
+            bound_path=record.data.get("bound"),
         )
 
 
@@ -153,19 +157,16 @@ class WorkspaceStore:
     # -- file roots ------------------------------------------------------------------
     async def file_root(self, owner: OwnerRef) -> str:
         """The owner's fixed ``file_root_id``: created once, never rebuilt."""
-        key = {"owner_kind": owner.kind, "owner_id": owner.id}
-        row = self.store.get("file_roots", key)
-        if row is None:
-            candidate = new_id()
+        file_root_id = scope_rows.file_root_id(self.store, owner.kind, owner.id)
+        if file_root_id is None:
             try:
-                await self.coordinator.commit(WriteSet((Insert("file_roots", {
-                    **key, "space_id": owner.space_id, "file_root_id": candidate,
-                    "created_at": time.time()}),)))
+                await self.coordinator.commit(WriteSet((scope_rows.file_root_insert(
+                    owner_kind=owner.kind, owner_id=owner.id, space_id=owner.space_id,
+                    file_root_id=new_id(), created_at=time.time()),)))
             except RevisionConflict:
                 pass  # another worker created it first: use theirs
-            row = self.store.get("file_roots", key)
-            assert row is not None
-        file_root_id = str(row["file_root_id"])
+            file_root_id = scope_rows.file_root_id(self.store, owner.kind, owner.id)
+            assert file_root_id is not None
         self._write_manifest(owner, file_root_id)
         return file_root_id
 
@@ -264,23 +265,19 @@ class WorkspaceStore:
         data: dict[str, Any] = {"path": str(scope.relative_path)}
         if bound_path is not None:
             data = {"path": str(bound_path), "bound": str(bound_path)}
-        ops: list[Insert | Put] = [Insert("workspace_scopes", {
-            "workspace_scope_id": scope.workspace_scope_id, "owner_kind": owner.kind,
-            "owner_id": owner.id, "space_id": owner.space_id, "file_root_id": file_root_id,
-            "partition_kind": partition_kind, "partition_id": partition_id,
-            "run_id": run_id, "invocation_id": invocation_id, "persistent": int(persistent),
-            "state": "registered", "created_at": now, "updated_at": now,
-            "data": data,
-        })]
+        ops: list[Insert | Put] = [scope_rows.scope_insert(
+            workspace_scope_id=scope.workspace_scope_id, owner_kind=owner.kind,
+            owner_id=owner.id, space_id=owner.space_id, file_root_id=file_root_id,
+            partition_kind=partition_kind, partition_id=partition_id, run_id=run_id,
+            invocation_id=invocation_id, persistent=persistent, created_at=now, data=data)]
         if persistent:
             # the same folder, a new run: every older run of it loses its write right
-            for row in self.store.query("workspace_scopes", {
-                    "owner_kind": owner.kind, "owner_id": owner.id,
-                    "partition_kind": partition_kind, "partition_id": partition_id,
-                    "state": "registered"}):
-                ops.append(Put("workspace_scopes", {
-                    "workspace_scope_id": row["workspace_scope_id"], "state": "revoked",
-                    "updated_at": now}))
+            for older in scope_rows.scopes_where(
+                    self.store, owner_kind=owner.kind, owner_id=owner.id,
+                    partition_kind=partition_kind, partition_id=partition_id,
+                    state="registered"):
+                ops.append(scope_rows.scope_state_put(older.workspace_scope_id, "revoked",
+                                                      updated_at=now))
         return scope, ops
 
     async def bind(self, *, owner: OwnerRef, run_id: str, folder: Path,
@@ -302,34 +299,33 @@ class WorkspaceStore:
         ``WORKSPACE_BUSY``; ``WORKDIR_NOT_FOUND`` when it is not a folder)."""
         real = bound_folder(folder)
         partition_id = hashlib.sha256(str(real).encode()).hexdigest()[:32]
-        for row in self.store.query("workspace_scopes", {
-                "partition_kind": "bound", "partition_id": partition_id,
-                "state": "registered"}):
-            if row["run_id"] != run_id and busy(row["run_id"]):
+        for holder in scope_rows.scopes_where(self.store, partition_kind="bound",
+                                              partition_id=partition_id, state="registered"):
+            if holder.run_id != run_id and busy(holder.run_id):
                 raise WorkspaceScopeError(
-                    f"the folder {real} is the workspace of run {row['run_id']}, which is still "
+                    f"the folder {real} is the workspace of run {holder.run_id}, which is still "
                     "running; wait for it (agentloom run --wait), or stop it first "
-                    f"(agentloom runs stop {row['run_id']})", code="WORKSPACE_BUSY",
+                    f"(agentloom runs stop {holder.run_id})", code="WORKSPACE_BUSY",
                     category="conflict")
         return real, partition_id
 
     def _find(self, owner: OwnerRef, partition_kind: str, partition_id: str,
               run_id: str) -> WorkspaceScope | None:
-        rows = self.store.query("workspace_scopes", {
-            "owner_kind": owner.kind, "owner_id": owner.id, "partition_kind": partition_kind,
-            "partition_id": partition_id, "run_id": run_id}, limit=1)
-        return WorkspaceScope.from_row(rows[0]) if rows else None
+        found = scope_rows.find_scope(self.store, owner_kind=owner.kind, owner_id=owner.id,
+                                      partition_kind=partition_kind,
+                                      partition_id=partition_id, run_id=run_id)
+        return None if found is None else WorkspaceScope.from_record(found)
 
     def get(self, workspace_scope_id: str) -> WorkspaceScope:
-        row = self.store.get("workspace_scopes", {"workspace_scope_id": workspace_scope_id})
-        if row is None:
+        found = scope_rows.get_scope(self.store, workspace_scope_id)
+        if found is None:
             raise WorkspaceScopeError(f"workspace scope {workspace_scope_id} is not registered",
                                       code="SCOPE_NOT_FOUND", category="not_found")
-        return WorkspaceScope.from_row(row)
+        return WorkspaceScope.from_record(found)
 
     def scopes_for_run(self, run_id: str) -> list[WorkspaceScope]:
-        return [WorkspaceScope.from_row(r)
-                for r in self.store.query("workspace_scopes", {"run_id": run_id})]
+        return [WorkspaceScope.from_record(r)
+                for r in scope_rows.scopes_where(self.store, run_id=run_id)]
 
     def path(self, scope: WorkspaceScope) -> Path:
         """The host folder of a scope (internal: never shown to a model or a hook)."""
@@ -368,5 +364,5 @@ class WorkspaceStore:
             return
         now = time.time()
         await self.coordinator.commit(WriteSet(tuple(
-            Put("workspace_scopes", {"workspace_scope_id": s.workspace_scope_id, "state": state,
-                                     "updated_at": now}) for s in scopes), fence))
+            scope_rows.scope_state_put(s.workspace_scope_id, state, updated_at=now)
+            for s in scopes), fence))

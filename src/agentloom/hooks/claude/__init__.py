@@ -6,7 +6,7 @@ runs them as ``kind: command`` hooks with ``format: claude-code`` (docs/hooks.md
               tool names and tool_input fields both ways: tools
 
 Owns: the translation of names, fields, matchers, events and answers. Does not own: running
-the command (``hooks.runners.command``), the CLI (``agentloom hooks import-claude``).
+the command (``hooks.handlers.command``), the CLI (``agentloom hooks import-claude``).
 """
 
 from agentloom.hooks.claude.settings import (

@@ -1,0 +1,151 @@
+"""``TestModel``, the deterministic offline model ``test``: it calls every offered tool once
+with ``example_arguments``, then summarises the results it is shown (``result_status``).
+
+Owns: what the ``test`` model answers. Does not own: streaming it (``_common``) or the values
+it generates from a schema (``_examples``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from agentloom.canonical import sorted_json
+from agentloom.models.offline._common import (
+    OFFLINE_OUTPUT_LIMIT,
+    OFFLINE_WINDOW,
+    estimated_usage,
+    excerpt,
+    offline_descriptor,
+    stream_response,
+)
+from agentloom.models.offline._examples import example_arguments
+from agentloom.models.types import (
+    STRUCTURED_FORMATS,
+    Message,
+    ModelDescriptor,
+    ModelRequest,
+    ModelResponse,
+    ProviderEvent,
+    StructuredFormat,
+    ToolCall,
+    named_schema,
+)
+from agentloom.results import SIDE_EFFECTS_NOT_ROLLED_BACK
+
+__all__ = ["TestModel", "result_status"]
+
+
+def _response_id(model: str, request: ModelRequest) -> str:
+    shape = [[m.role, m.content, m.tool_call_id, [c.id for c in m.tool_calls]] for m in request.messages]
+    return f"{model}-" + hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:16]
+
+
+_STATUS_PREFIXES = (
+    ("denied before execution", "denied_before_execution"),
+    (SIDE_EFFECTS_NOT_ROLLED_BACK, "denied_after_execution"),
+    ("outcome unknown", "unknown"),
+    ("failed:", "failed"),
+    ("cancelled:", "cancelled"),
+)
+
+
+def result_status(content: str | None) -> str:
+    """The status a tool message reports: a JSON object's ``status``, else the prefix of
+    ``OperationResult.describe()`` (denied / unknown / failed / cancelled), else ``succeeded``."""
+    text = (content or "").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("status"), str):
+        return str(data["status"])
+    for prefix, status in _STATUS_PREFIXES:
+        if text.startswith(prefix):
+            return status
+    return "succeeded"
+
+
+class TestModel:
+    """The deterministic offline model ``test``: same request, same events, every time."""
+
+    __test__ = False  # not a pytest test class
+    output_formats: frozenset[StructuredFormat] = STRUCTURED_FORMATS
+
+    def __init__(self, *, model: str = "test", reasoning: bool = False, chunk_size: int = 16) -> None:
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be at least 1")
+        self.model = model
+        self.reasoning = reasoning
+        self.chunk_size = chunk_size
+
+    def respond(self, request: ModelRequest) -> ModelResponse:
+        """The complete response ``stream_once`` streams for ``request``."""
+        messages = request.messages
+        last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+        results = [m for m in messages[last_user + 1 :] if m.role == "tool"]
+        reasoning = None
+        calls: tuple[ToolCall, ...] = ()
+        if request.tools and not results:
+            turn = sum(1 for m in messages if m.role == "user")
+            calls = tuple(
+                ToolCall(
+                    id=f"call_{turn}_{i}",
+                    name=tool.name,
+                    arguments=sorted_json(example_arguments(tool.parameters)),
+                    index=i,
+                )
+                for i, tool in enumerate(request.tools)
+            )
+            text = ""
+            reasoning = f"calling {len(calls)} tool(s) once each" if self.reasoning else None
+        elif results:
+            text = _summary(messages, results)
+            reasoning = f"read {len(results)} tool result(s)" if self.reasoning else None
+        else:
+            prompt = messages[last_user].content if last_user >= 0 else ""
+            text = f"test model: no tools to call; last user message: {excerpt(prompt)!r}"
+        if not calls:
+            text = _formatted(text, request.output_format)
+        return ModelResponse(
+            text=text,
+            reasoning=reasoning,
+            tool_calls=calls,
+            finish_reason="tool_calls" if calls else "stop",
+            usage=estimated_usage(request, text, reasoning or "", *(c.arguments for c in calls)),
+            model=self.model,
+            response_id=_response_id(self.model, request),
+        )
+
+    async def stream_once(self, request: ModelRequest, attempt: Any) -> AsyncIterator[ProviderEvent]:
+        async for event in stream_response(self.respond(request), self.chunk_size):
+            yield event
+
+    async def discover(self, connection: Any = None) -> list[ModelDescriptor]:
+        return [offline_descriptor(self.model, OFFLINE_WINDOW, OFFLINE_OUTPUT_LIMIT)]
+
+    async def aclose(self) -> None:
+        """Nothing to release: no connection was ever opened."""
+
+
+def _formatted(text: str, fmt: Any) -> str:
+    """A final answer in the requested output format: a schema's example, or JSON mode's object."""
+    if isinstance(fmt, Mapping):
+        named = named_schema(fmt)
+        return sorted_json(example_arguments(named["schema"] if named else fmt))
+    if fmt == "json_object":
+        return json.dumps({"answer": text})
+    return text
+
+
+def _summary(messages: Sequence[Message], results: Sequence[Message]) -> str:
+    names = {c.id: c.name for m in messages for c in m.tool_calls}
+    lines = [f"test model saw {len(results)} tool result(s):"]
+    for m in results:
+        name = m.name or names.get(m.tool_call_id or "", "?")
+        status = result_status(m.content)
+        lines.append(f"- {name} [{m.tool_call_id}]: {status}: {excerpt(m.content)}")
+    return "\n".join(lines)
+
