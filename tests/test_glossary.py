@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-TERMS = ("run", "operation", "hook", "lease", "workspace", "session", "skill", "MCP server",
+TERMS = ("assembly", "RuntimeOptions", "repository (store)", "hook handler kind", "extra",
+         "run", "operation", "hook", "lease", "workspace", "session", "skill", "MCP server",
          "A2A agent / task", "workflow / node", "intent", "command / receipt",
          "principal / project / API key", "worker", "holder id", "store's clock", "approval",
          "pending / waiting / suspended")
