@@ -27,29 +27,10 @@ architecture_figures = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(architecture_figures)  # bench/ stays off sys.path (its a2a.py would
 # hide the a2a SDK from every later test of the process)
 
-CEILING = 49
+CEILING = 0
 """The sum of ``ALLOWED`` — lower it with every entry you lower; never raise it."""
 
 ALLOWED: dict[str, int] = {
-    "agent/commands.py": 2,
-    "agent/controls.py": 4,
-    "agent/endings.py": 1,
-    "agent/events.py": 1,
-    "agent/leases.py": 1,
-    "agent/owners.py": 11,
-    "agent/release.py": 1,
-    "agent/sessions.py": 8,
-    "agent/starts.py": 1,
-    "agent/worker.py": 2,
-    "assembly/agents.py": 1,
-    "assembly/commands.py": 1,
-    "assembly/runtime.py": 1,
-    "hooks/handlers/mcp.py": 1,
-    "host/a2a/handler.py": 4,
-    "host/a2a/list.py": 3,
-    "views/diagnosis.py": 2,
-    "views/runs.py": 3,
-    "views/workflow.py": 1,
 }
 
 

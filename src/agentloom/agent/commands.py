@@ -42,6 +42,8 @@ from agentloom.pipeline.records import stored_envelope
 from agentloom.refs import OwnerRef, Principal
 from agentloom.results import JsonBlock, OperationResult, ToolResult
 from agentloom.store import Store
+from agentloom.store.operations import find_operation
+from agentloom.store.runs import principal_agent_runs
 
 if TYPE_CHECKING:
     from agentloom.kernel import Kernel, RunLease
@@ -221,16 +223,12 @@ class PipelineCommandExecutor:
 def recorded_command(store: Store, operation_id: str, principal: Principal) -> Recorded | None:
     """What the pipeline recorded of ``principal``'s command operation ``operation_id``:
     looked up in that principal's ``@commands`` runs only (another's is None)."""
-    runs = store.query("runs", {"agent": COMMAND_AGENT, "actor": principal.actor,
-                                "project": principal.project})
-    for run in runs:
-        rows = store.query("operations", {"run_id": run["run_id"],
-                                          "logical_key": f"{_LOGICAL}{operation_id}"})
-        if not rows:
+    for run in principal_agent_runs(store, principal, COMMAND_AGENT):
+        op = find_operation(store, run.run_id, f"{_LOGICAL}{operation_id}")
+        if op is None:
             continue
-        row = rows[0]
-        command = row["capability_key"].removeprefix(COMMAND_RUN_PREFIX)
-        envelope = stored_envelope(row, store)
+        command = op.capability_key.removeprefix(COMMAND_RUN_PREFIX)
+        envelope = stored_envelope(op.to_row(), store)
         return Recorded(command=command, principal=principal,
                         params=_arguments(envelope),
                         execution=None if envelope is None else execution_of(envelope))

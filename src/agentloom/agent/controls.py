@@ -10,6 +10,9 @@ never has to finish first.
 Supplements reach the root (Planner) only, at the start of its next turn; which turn took
 which supplement is committed (``consumed_turn``), so a resumed run replays the same
 history.
+
+Owns: what a control does and when it is polled. Does not own: the rows and their ops
+(``store.controls``), nor committing (the coordinator).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from typing import Any
 
 from agentloom.ids import new_id
 from agentloom.pipeline.coordinator import CommitCoordinator
-from agentloom.store import Insert, Put, Store, WriteSet
+from agentloom.store import Store, WriteSet
+from agentloom.store.controls import consumed_op, control_op, run_controls
 from agentloom.store.ports import Fence
 
 __all__ = ["STOP", "SUPPLEMENT", "ControlState", "record_control", "send_control"]
@@ -32,9 +36,8 @@ SUPPLEMENT = "control.supplement"
 async def record_control(coordinator: CommitCoordinator, run_id: str, kind: str,
                          data: dict[str, Any]) -> str:
     event_id = new_id()
-    await coordinator.commit(WriteSet((Insert("run_controls", {
-        "event_id": event_id, "run_id": run_id, "type": kind, "created_at": time.time(),
-        "data": data}),)))
+    await coordinator.commit(WriteSet((control_op(
+        event_id=event_id, run_id=run_id, kind=kind, created_at=time.time(), data=data),)))
     return event_id
 
 
@@ -61,18 +64,18 @@ class ControlState:
     def poll(self, store: Store) -> bool:
         """Read controls not seen yet; True when there is something new."""
         fresh = False
-        for row in store.query("run_controls", {"run_id": self.run_id}, order_by=("event_id",)):
-            if row["event_id"] in self.seen or not row["type"].startswith("control."):
+        for control in run_controls(store, self.run_id):
+            if control.event_id in self.seen or not control.type.startswith("control."):
                 continue
-            self.seen.add(row["event_id"])
+            self.seen.add(control.event_id)
             fresh = True
-            data = row["data"]
-            if row["type"] == STOP and self.stop_reason is None:
+            data = control.data
+            if control.type == STOP and self.stop_reason is None:
                 self.stop_reason = str(data.get("reason") or "stopped")
-            elif row["type"] == SUPPLEMENT:
+            elif control.type == SUPPLEMENT:
                 turn = data.get("consumed_turn")
                 if turn is None:
-                    self.pending.append((row["event_id"], str(data["text"])))
+                    self.pending.append((control.event_id, str(data["text"])))
                 else:
                     self.by_turn.setdefault(int(turn), []).append(str(data["text"]))
         return fresh
@@ -84,11 +87,8 @@ class ControlState:
         texts = list(self.by_turn.get(turn, ()))
         if live and self.pending:
             taken, self.pending = self.pending, []
-            rows = {r["event_id"]: r for r in store.query(
-                "run_controls", {"run_id": self.run_id, "type": SUPPLEMENT})}
-            ops = [Put("run_controls", {**rows[eid], "data": {**rows[eid]["data"],
-                                                                "consumed_turn": turn}})
-                   for eid, _ in taken]
+            stored = {c.event_id: c for c in run_controls(store, self.run_id, kind=SUPPLEMENT)}
+            ops = [consumed_op(stored[eid], turn) for eid, _ in taken]
             await coordinator.commit(WriteSet(tuple(ops), fence))
             self.by_turn.setdefault(turn, []).extend(t for _, t in taken)
             texts.extend(t for _, t in taken)

@@ -32,6 +32,7 @@ from agentloom.errors import FencedOut, RevisionConflict
 from agentloom.kernel import Kernel, RunLease
 from agentloom.store import Op
 from agentloom.store.records import get_run
+from agentloom.store.sessions import last_turn
 from agentloom.workspace.scope import WorkspaceScope
 
 __all__ = ["MAX_TURN_TRIES", "RunEndings", "effective_task"]
@@ -84,9 +85,8 @@ class RunEndings:
         for _ in range(MAX_TURN_TRIES):
             turn: tuple[Op, ...] = ()
             if session:
-                last = store.query("session_turns", {"session_id": session},
-                                   order_by=("seq",), descending=True, limit=1)
-                seq = last[0]["seq"] + 1 if last else 0
+                last = last_turn(store, session)
+                seq = last.seq + 1 if last is not None else 0
                 turn = (turn_op(session, seq, run_id=lease.run_id,
                                 task=effective_task(outcome, data["task"]),
                                 output=outcome.output),)

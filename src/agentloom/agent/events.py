@@ -51,6 +51,7 @@ from agentloom.results import (
 )
 from agentloom.store import Store
 from agentloom.store.records import OperationRecord, get_run, operations
+from agentloom.store.workflow_nodes import node_records
 
 __all__ = [
     "PAYLOADS", "TERMINAL", "CallStatus", "ContextCompacted", "EventData", "EventSink",
@@ -419,22 +420,21 @@ def run_events(store: Store, run_id: str) -> list[RunEvent]:
 def _node_events(store: Store, run_id: str) -> list[RunEvent]:
     """A workflow run's node events, from its committed node records (``workflow_nodes``):
     each activation's start (at its call's start) and its end with its real status."""
-    rows = store.query("workflow_nodes", {"run_id": run_id}, order_by=("created_at",))
-    if not rows:
+    nodes = node_records(store, run_id)
+    if not nodes:
         return []
     started = {op.operation_id: op.created_at for op in operations(store, run_id, lenient=True)}
     run = get_run(store, run_id, lenient=True)
     workflow = (run.data.get("workflow") or {}).get("name") if run is not None else None
     events = []
-    for row in rows:
-        data = row.get("data") or {}
-        error = data.get("error") or {}
-        base = NodeStarted(workflow=workflow, node=row["node"], attempt=int(row["attempt"]),
-                           call_id=data.get("call_id"))
-        at = started.get(row.get("operation_id") or "", row["created_at"])
+    for node in nodes:
+        error = node.data.get("error") or {}
+        base = NodeStarted(workflow=workflow, node=node.node, attempt=node.attempt,
+                           call_id=node.data.get("call_id"))
+        at = started.get(node.operation_id or "", node.created_at)
         events.append(RunEvent("node.started", run_id, at, base))
-        if row["status"] in ("succeeded", "failed"):
-            events.append(RunEvent("node.completed", run_id, row["updated_at"], NodeCompleted(
-                **base, operation_id=row.get("operation_id"), status=row["status"],
+        if node.status in ("succeeded", "failed"):
+            events.append(RunEvent("node.completed", run_id, node.updated_at, NodeCompleted(
+                **base, operation_id=node.operation_id, status=node.status,
                 error_code=error.get("code"))))
     return events

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from agentloom.store import Store
 from agentloom.store.holders import holder_id, parse_holder
 from agentloom.store.records import RunRecord
+from agentloom.store.revocations import get_revocation
 
 __all__ = ["TakeoverVerdict", "WorkerSettings", "holder_gone", "is_interrupted", "lease_left_s",
            "rebased",
@@ -98,8 +99,8 @@ def takeover_verdict(store: Store, run: RunRecord, grace_s: float,
         return "take", "nobody held it"
     if owner == holder_id() or holder_gone(owner):
         return "take", f"its holder {owner} is gone"
-    receipt = store.get("revocations", {"run_id": run.run_id, "lease_epoch": run.lease_epoch})
-    if receipt is not None and receipt["confirmed"]:
+    receipt = get_revocation(store, run.run_id, run.lease_epoch)
+    if receipt is not None and receipt.confirmed:
         return "take", f"its holder {owner} confirmed its processes gone"
     expired_for = -lease_left_s(run, now)
     if expired_for < grace_s:

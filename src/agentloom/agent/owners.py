@@ -39,10 +39,14 @@ from agentloom.agent.leases import is_interrupted
 from agentloom.errors import AgentLoomError, ErrorCategory
 from agentloom.kernel import Kernel
 from agentloom.refs import OwnerRef
+from agentloom.store.cleanup import has_cleanup_job
 from agentloom.store.owners import owner_label, tombstone, tombstone_op
 from agentloom.store.ports import Delete, WriteOp, WriteSet
-from agentloom.store.records import RunRecord, get_run
+from agentloom.store.records import RunRecord, get_run, operations, runs
 from agentloom.store.schema import table
+from agentloom.store.scopes import file_root_id, scopes_where
+from agentloom.store.sessions import owner_sessions, session_turns
+from agentloom.store.skills import all_version_data
 
 __all__ = ["OwnerDeletion", "OwnerDeletionPending", "delete_owner", "owner_runs",
            "parse_owner", "plan_owner_rows"]
@@ -119,9 +123,9 @@ class OwnerDeletion:
 # -- which rows are the owner's --------------------------------------------------------------
 
 
-def _run_owner(run: Mapping[str, Any]) -> tuple[str, str] | None:
-    """``(kind, id)`` of a run's owner: recorded on it, else the agent it ran."""
-    data = run.get("data") or {}
+def _run_owner(data: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(kind, id)`` of a run's owner (from its ``data``): recorded on it, else the agent it
+    ran."""
     owner = data.get("owner") if isinstance(data, Mapping) else None
     if isinstance(owner, Mapping) and owner.get("kind") and owner.get("id"):
         return str(owner["kind"]), str(owner["id"])
@@ -134,11 +138,10 @@ def owner_runs(kernel: Kernel, owner: OwnerRef) -> list[RunRecord]:
     sessions. (A scope of the owner inside another owner's run — a workflow calling an
     agent — does not make that run the owner's: only the scope is.)"""
     store = kernel.store
-    ids = {r["run_id"] for r in store.query("runs")
-           if _run_owner(r) == (owner.kind, owner.id)}
-    for session in store.query("sessions", {"owner_kind": owner.kind, "owner_id": owner.id}):
-        ids |= {t["run_id"] for t in store.query("session_turns",
-                                                 {"session_id": session["session_id"]})}
+    ids = {r.run_id for r in runs(store, lenient=True)
+           if _run_owner(r.data) == (owner.kind, owner.id)}
+    for session in owner_sessions(store, owner):
+        ids |= {t.run_id for t in session_turns(store, session.session_id)}
     found = [get_run(store, run_id, lenient=True) for run_id in ids]
     return sorted((r for r in found if r is not None), key=lambda r: (r.created_at, r.run_id))
 
@@ -164,6 +167,16 @@ def _row_blobs(table_name: str, row: Mapping[str, Any]) -> Iterable[str]:
     return _blob_refs(row.get(column)) if column else []
 
 
+_Found = tuple[tuple[Any, ...], tuple[str, ...]]
+"""A row of the owner as the plan needs it: its key and the blobs it refers to."""
+
+
+def _found(table_name: str, row: Mapping[str, Any]) -> _Found:
+    """``row`` (at least its key columns and the column that may refer to blobs) found."""
+    return (tuple(row.get(c) for c in table(table_name).key),
+            tuple(_row_blobs(table_name, row)))
+
+
 @dataclass(slots=True)
 class _Plan:
     """The owner's rows found in one pass: the deletes (in order) and the counts."""
@@ -183,46 +196,52 @@ def plan_owner_rows(kernel: Kernel, owner: OwnerRef) -> _Plan:
     row refers to first, then what refers to a row before that row. Reads only."""
     store = kernel.store
     run_ids = sorted(r.run_id for r in owner_runs(kernel, owner))
-    mine: dict[str, list[tuple[dict[str, Any], list[dict[str, Any]]]]] = {
-        t: [] for t in ROW_TABLES}
+    mine: dict[str, list[tuple[dict[str, Any], list[_Found]]]] = {t: [] for t in ROW_TABLES}
     owner_where = {"owner_kind": owner.kind, "owner_id": owner.id}
-    sessions = store.query("sessions", owner_where)
+    sessions = owner_sessions(store, owner)
     op_ids: list[str] = []
     for run_id in run_ids:
         for t in ("results", "context_records", "run_controls", "cleanup_jobs", "approvals",
                   "revocations", "workflow_nodes", "mailbox", "handoffs", "task_board",
                   "blackboard", "collab_revisions"):
-            found = store.query(t, {"run_id": run_id})
+            found = [_found(t, row) for row in store.query(t, {"run_id": run_id})]
             mine[t].append(({"run_id": run_id}, found))
-        ops = store.query("operations", {"run_id": run_id})
-        mine["operations"].append(({"run_id": run_id}, ops))
-        op_ids += [o["operation_id"] for o in ops]
-        run = store.query("runs", {"run_id": run_id})
-        mine["runs"].append(({"run_id": run_id}, run))
+        ops = operations(store, run_id, lenient=True)
+        mine["operations"].append(({"run_id": run_id},
+                                   [_found("operations", o.to_row()) for o in ops]))
+        op_ids += [o.operation_id for o in ops]
+        run = get_run(store, run_id, lenient=True)
+        mine["runs"].append(({"run_id": run_id}, [] if run is None else [
+            _found("runs", {"run_id": run.run_id, "data": run.data})]))
     for op_id in op_ids:
         for t in ("attempts", "hook_invocations"):
-            mine[t].append(({"operation_id": op_id}, store.query(t, {"operation_id": op_id})))
+            mine[t].append(({"operation_id": op_id},
+                            [_found(t, row) for row in store.query(t, {"operation_id": op_id})]))
     # its scopes, by owner: a scope of another owner in one of its runs is that owner's
-    mine["workspace_scopes"].append((owner_where, store.query("workspace_scopes", owner_where)))
+    scopes = scopes_where(store, owner_kind=owner.kind, owner_id=owner.id)
+    mine["workspace_scopes"].append((owner_where, [
+        _found("workspace_scopes", {"workspace_scope_id": s.workspace_scope_id})
+        for s in scopes]))
     for session in sessions:
-        turns = {"session_id": session["session_id"]}
-        mine["session_turns"].append((turns, store.query("session_turns", turns)))
-    mine["sessions"].append((owner_where, sessions))
-    mine["file_roots"].append((owner_where, store.query("file_roots", owner_where)))
+        turns = {"session_id": session.session_id}
+        mine["session_turns"].append((turns, [_found("session_turns", t.to_row())
+                                              for t in session_turns(store, session.session_id)]))
+    mine["sessions"].append((owner_where, [_found("sessions", s.to_row()) for s in sessions]))
+    root = file_root_id(store, owner.kind, owner.id)
+    mine["file_roots"].append((owner_where, [] if root is None else [
+        _found("file_roots", owner_where)]))
 
     plan = _Plan()
     seen: dict[str, set[tuple[Any, ...]]] = {t: set() for t in ROW_TABLES}
     candidates: set[str] = set()
     for t in ROW_TABLES:
-        key_columns = table(t).key
-        for where, rows in mine[t]:
+        for where, found in mine[t]:
             fresh = 0
-            for row in rows:
-                row_key = tuple(row.get(c) for c in key_columns)
+            for row_key, blobs in found:
                 if row_key not in seen[t]:
                     seen[t].add(row_key)
                     fresh += 1
-                candidates.update(_row_blobs(t, row))
+                candidates.update(blobs)
             plan.add(t, where, fresh)
     shared = _referenced_elsewhere(kernel, candidates, seen)
     plan.blobs_kept = len(candidates & shared)
@@ -253,8 +272,8 @@ def _referenced_elsewhere(kernel: Kernel, digests: set[str],
                 continue
             found.update(d for d in _row_blobs(t, row) if d in digests)
     # an imported Skill's files are blobs too, owned by no run: identical text stays
-    for row in store.query("skill_versions"):
-        found.update(f["sha256"] for f in (row.get("data") or {}).get("files", ())
+    for version in all_version_data(store):
+        found.update(f["sha256"] for f in version.get("files", ())
                      if f.get("sha256") in digests)
     return found
 
@@ -337,8 +356,7 @@ async def _stop_runs(kernel: Kernel, owner: OwnerRef, stop: Stopper | None,
     while waiting:
         for run_id in sorted(waiting):
             run = get_run(store, run_id, lenient=True)
-            if run is None or (run.status != "running" and store.query(
-                    "cleanup_jobs", {"run_id": run_id}, limit=1)):
+            if run is None or (run.status != "running" and has_cleanup_job(store, run_id)):
                 waiting.discard(run_id)
             elif run.status == "running" and is_interrupted(run, store.now()):
                 kernel.claim(run_id)  # a new epoch: a writer it had left commits nothing more

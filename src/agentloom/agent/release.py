@@ -26,6 +26,9 @@ from agentloom.store.records import RunRecord
 
 __all__ = ["model_identity", "publish", "release_changed", "release_digest"]
 
+SKILLS_EXTRA = "skills"
+"""The key of an agent's bound skill versions in ``AgentSpec.extras`` (``assembly.agents``)."""
+
 
 def model_identity(model: object) -> str:
     """What the release id knows of a model: its endpoint and name, or its class."""
@@ -56,7 +59,7 @@ def release_digest(agents: Sequence[AgentSpec], hooks: Sequence[HookSpec],
         "tools": a.tool_keys(), "executors": list(a.executors),
         **({"output": a.output.to_dict()} if a.output else {}),
         # skill name -> bound version digest (assembly): a new version, a new id
-        **({"skills": dict(a.extras["skills"])} if a.extras.get("skills") else {}),
+        **({"skills": dict(a.extras[SKILLS_EXTRA])} if a.extras.get(SKILLS_EXTRA) else {}),
         **_model_settings(a), **a.policy_settings(),
     } for a in agents]
     raw = sorted_json({"agents": described, "hooks": [h.to_dict() for h in hooks],

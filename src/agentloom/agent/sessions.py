@@ -13,8 +13,9 @@ conflict and looks again. A slot whose run has not ended holds the session (``ho
 its run closes the slot in the commit that ends it (``close_op``), so the next run sees the
 whole turn. Only the turns of runs that succeeded are history.
 
-Owns: session rows, turn slots, who holds a session. Does not own: the runs themselves
-(``agent.runtime``), their leases (``agent.leases``), workspaces (``workspace.scope``).
+Owns: whose a session is to read, who holds a session, taking a slot. Does not own: the
+rows and their ops (``store.sessions``), the runs themselves (``agent.runtime``), their leases
+(``agent.leases``), workspaces (``workspace.scope``).
 """
 
 from __future__ import annotations
@@ -22,15 +23,16 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from agentloom.agent.leases import holder_gone, is_interrupted
 from agentloom.errors import AgentLoomError, RevisionConflict
 from agentloom.models.types import Message
 from agentloom.refs import OwnerRef
-from agentloom.store import Insert, Store, WriteSet
-from agentloom.store.ports import Op, Put
-from agentloom.store.records import RunRecord
+from agentloom.store import Store, WriteSet
+from agentloom.store import sessions as repo
+from agentloom.store.ports import Op
+from agentloom.store.runs import get_run
 
 __all__ = ["SessionError", "SessionHolder", "SessionView", "close_op", "holder", "occupy",
            "open_session", "release_op", "turn_op"]
@@ -95,54 +97,45 @@ def open_session(store: Store, session_id: str, owner: OwnerRef, *, seen: int | 
     Raises:
         SessionError: the session belongs to another scope, or has no identity.
     """
-    row = store.get("sessions", {"session_id": session_id})
-    if row is None:
-        return SessionView(session_id, 0, (), Insert("sessions", {
-            "session_id": session_id, "owner_kind": owner.kind, "owner_id": owner.id,
-            "space_id": owner.space_id, "created_at": time.time(), "data": {}}))
-    if row["owner_kind"] is None or row["owner_id"] is None or row["space_id"] is None:
+    session = repo.get_session(store, session_id)
+    if session is None:
+        return SessionView(session_id, 0, (), repo.new_session_op(session_id, owner,
+                                                                  created_at=time.time()))
+    if not session.identified:
         raise SessionError(
             f"session {session_id!r} has records without an owner identity; they are not "
             f"attributed to {owner.kind}:{owner.id} (space {owner.space_id}); use another "
             "session id", code="SESSION_IDENTITY_UNKNOWN")
-    if (row["owner_kind"], row["owner_id"], row["space_id"]) != (owner.kind, owner.id,
-                                                                  owner.space_id):
+    if not session.belongs_to(owner):
         raise SessionError(
             f"session {session_id!r} belongs to another scope than {owner.kind}:{owner.id} "
             f"(space {owner.space_id}); it cannot be read or continued from here")
-    turns = store.query("session_turns", {"session_id": session_id}, order_by=("seq",))
+    turns = repo.session_turns(store, session_id)
     if seen is None:
-        seen = turns[-1]["seq"] + 1 if turns else 0
+        seen = turns[-1].seq + 1 if turns else 0
     history: list[Message] = []
     for t in turns:
-        if t["seq"] < seen and _status(t) == "succeeded":
-            history.append(Message(role="user", content=t["data"]["task"]))
-            history.append(Message(role="assistant", content=t["data"].get("output") or ""))
+        if t.seq < seen and t.status == "succeeded":
+            history.append(Message(role="user", content=t.data["task"]))
+            history.append(Message(role="assistant", content=t.data.get("output") or ""))
     return SessionView(session_id, seen, tuple(history), None)
-
-
-def _status(turn: dict[str, Any]) -> str:
-    """A turn's state: ``running`` while its slot is held, then its run's end (``succeeded``,
-    …) or ``not_started``. A turn stored before slots existed is a succeeded run's."""
-    return str((turn.get("data") or {}).get("status", "succeeded"))
 
 
 def holder(store: Store, session_id: str, now: float | None = None) -> SessionHolder | None:
     """The run occupying the session, or ``None`` when it is free: the run of its last slot,
     while that run has not ended."""
-    last = store.query("session_turns", {"session_id": session_id}, order_by=("seq",),
-                       descending=True, limit=1)
-    if not last or _status(last[0]) != "running":
+    slot = repo.last_turn(store, session_id)
+    if slot is None or slot.status != "running":
         return None
     now = time.time() if now is None else now
-    slot = last[0]
-    run_id = str(slot["run_id"])
-    row = store.get("runs", {"run_id": run_id})
-    if row is None:  # between taking the slot and creating the run, or its start died there
-        if holder_gone(slot["data"].get("worker")) or now - slot["created_at"] > START_GRACE_S:
+    run_id = slot.run_id
+    run = get_run(store, run_id, lenient=True)
+    if run is None:  # between taking the slot and creating the run, or its start died there
+        # a running slot was inserted (``slot_op``): it always has its ``created_at``
+        taken_at = slot.created_at or 0.0
+        if holder_gone(slot.worker) or now - taken_at > START_GRACE_S:
             return None
         return SessionHolder(session_id, run_id, "starting")
-    run = RunRecord.from_row(row, lenient=True)
     if not run.running:
         return None
     return SessionHolder(session_id, run_id,
@@ -169,11 +162,9 @@ async def occupy(store: Store, commit: Callable[[WriteSet], Awaitable[None]], se
         if busy is not None:
             return busy
         try:  # the compare-and-set: one start takes this slot, any other conflicts
-            await commit(WriteSet((Insert("session_turns", {
-                "session_id": session_id, "seq": view.seen, "run_id": run_id,
-                "created_at": time.time(),
-                "data": {"task": task, "output": None, "status": "running",
-                         "worker": worker}}),)))
+            await commit(WriteSet((repo.slot_op(session_id, view.seen, run_id=run_id,
+                                                task=task, worker=worker,
+                                                created_at=time.time()),)))
         except RevisionConflict:
             continue  # another run took it first: look at who holds the session now
         return open_session(store, session_id, owner, seen=view.seen)
@@ -183,8 +174,8 @@ async def occupy(store: Store, commit: Callable[[WriteSet], Awaitable[None]], se
 def close_op(session_id: str, seq: int, *, run_id: str, task: str, status: str,
              output: str | None) -> Op:
     """The run's end on its slot (committed with the run's end): the session is free."""
-    return Put("session_turns", {"session_id": session_id, "seq": seq, "run_id": run_id,
-                                 "data": {"task": task, "output": output, "status": status}})
+    return repo.close_op(session_id, seq, run_id=run_id, task=task, status=status,
+                         output=output)
 
 
 def release_op(session_id: str, seq: int, *, run_id: str, task: str) -> Op:
@@ -195,6 +186,5 @@ def release_op(session_id: str, seq: int, *, run_id: str, task: str) -> Op:
 
 def turn_op(session_id: str, seq: int, *, run_id: str, task: str, output: str | None) -> Op:
     """A succeeded run's turn, for a run started before turn slots (it took none)."""
-    return Insert("session_turns", {"session_id": session_id, "seq": seq, "run_id": run_id,
-                                    "created_at": time.time(),
-                                    "data": {"task": task, "output": output}})
+    return repo.turn_op(session_id, seq, run_id=run_id, task=task, output=output,
+                        created_at=time.time())

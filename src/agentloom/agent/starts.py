@@ -33,6 +33,7 @@ from agentloom.kernel import Kernel
 from agentloom.refs import OwnerRef, Principal
 from agentloom.store import WriteSet
 from agentloom.store.owners import check_owner
+from agentloom.store.runs import get_run
 from agentloom.workspace.scope import WorkspaceScopeError
 
 __all__ = ["WORKDIR_POLL_S", "RunStarts"]
@@ -120,7 +121,7 @@ class RunStarts:
     async def _release_slot(self, view: SessionView, run_id: str, task: str) -> None:
         """Give the session back after a start that created no run. A run that was created
         (its workspace then failed) keeps the slot: it holds the session until it ends."""
-        if self.kernel.store.get("runs", {"run_id": run_id}) is not None:
+        if get_run(self.kernel.store, run_id, lenient=True) is not None:
             return
         try:
             await self.kernel.coordinator.commit(WriteSet((release_op(

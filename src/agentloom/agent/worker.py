@@ -41,10 +41,11 @@ from typing import Any
 
 from agentloom.agent.runtime import RunHandle, RunResult, Runtime
 from agentloom.approvals import expire_due, requeue_if_answered
-from agentloom.store import Put, WriteSet
+from agentloom.store import WriteSet
 from agentloom.store.holders import parse_holder
 from agentloom.store.ports import QueueListener
-from agentloom.store.records import runs
+from agentloom.store.records import get_run, runs
+from agentloom.store.workers import WorkerRecord, heartbeat_op
 from agentloom.workspace.cleanup import CleanupResult
 
 __all__ = ["Worker", "WorkerReport", "live_workers"]
@@ -241,16 +242,16 @@ class Worker:
         except Exception as exc:
             log.warning("worker %s could not read the store's clock: %s", self.worker_id, exc)
             offset = 0.0
-        row = {"worker_id": self.worker_id, "host": holder.host or socket.gethostname(),
-               "pid": os.getpid() if holder.pid is None else holder.pid, "state": state,
-               "started_at": self._started_at + offset, "heartbeat_at": self._beat_at + offset,
-               "data": {"concurrency": self.concurrency, "held": self._held,
-                        "clock_offset_s": round(-offset, 3),
-                        "agents": sorted(self.runtime.agents),
-                        "release_id": self.runtime.release_id,
-                        "heartbeat_s": self.runtime.workers.lease_ttl_s / 3}}
+        beat = WorkerRecord(
+            worker_id=self.worker_id, host=holder.host or socket.gethostname(),
+            pid=os.getpid() if holder.pid is None else holder.pid, state=state,
+            started_at=self._started_at + offset, heartbeat_at=self._beat_at + offset,
+            data={"concurrency": self.concurrency, "held": self._held,
+                  "clock_offset_s": round(-offset, 3), "agents": sorted(self.runtime.agents),
+                  "release_id": self.runtime.release_id,
+                  "heartbeat_s": self.runtime.workers.lease_ttl_s / 3})
         try:
-            await self.runtime.kernel.coordinator.commit(WriteSet((Put("workers", row),)))
+            await self.runtime.kernel.coordinator.commit(WriteSet((heartbeat_op(beat),)))
         except Exception as exc:  # the heartbeat is a report, never a reason to stop working
             log.warning("worker %s could not record its heartbeat: %s", self.worker_id, exc)
 
@@ -269,8 +270,8 @@ def _listen(listener: QueueListener, timeout_s: float, done: threading.Event) ->
 
 
 def _run_data(runtime: Runtime, run_id: str) -> dict[str, Any]:
-    row = runtime.store.get("runs", {"run_id": run_id})
-    return dict(row["data"]) if row is not None else {}
+    run = get_run(runtime.store, run_id, lenient=True)  # its data, whatever its status
+    return dict(run.data) if run is not None else {}
 
 
 def live_workers(rows: list[dict[str, Any]], now: float | None = None) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ around them (``assembly.runtime``), the workflows (``assembly.workflows``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -46,7 +47,11 @@ if TYPE_CHECKING:
     from agentloom.a2a import A2aAgent
     from agentloom.mcp import McpTool
 
-__all__ = ["BuildCatalogs", "agent_specs", "bind_skills", "build_catalogs"]
+__all__ = ["SKILLS_EXTRA", "BuildCatalogs", "agent_specs", "bind_skills", "bound_skills",
+           "build_catalogs"]
+
+SKILLS_EXTRA = "skills"
+"""The key of ``AgentSpec.extras`` naming an agent's bound skill versions (name -> digest)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +139,7 @@ def agent_specs(config: Config, *, sandbox_backend: SandboxBackend | None = None
             description=agent.description,
             output=None if agent.output is None else OutputSpec(
                 schema=agent.output.schema_, name=agent.output.name, strict=agent.output.strict),
-            extras={"skills": {v.name: v.digest for v in versions}} if versions else {},
+            extras={SKILLS_EXTRA: {v.name: v.digest for v in versions}} if versions else {},
         ))
     if problems:
         raise config_error(config.origin, problems)
@@ -165,9 +170,16 @@ def _with_skills(tools: list[AgentTool], versions: tuple[SkillVersion, ...],
 
 
 def bind_skills(runtime: Runtime, specs: list[AgentSpec]) -> None:
-    """Give the runtime each agent's bound skill versions (``AgentSpec.extras["skills"]``,
-    name -> digest): what ``skill.list`` / ``skill.read`` serve and ``exec`` mounts."""
+    """Give the runtime each agent's bound skill versions (``bound_skills``): what
+    ``skill.list`` / ``skill.read`` serve and ``exec`` mounts."""
     for spec in specs:
-        digests = spec.extras.get("skills") or {}
+        digests = bound_skills(spec)
         versions = [get_version(runtime.store, d) for d in digests.values()]
         runtime.kernel.skills.bind(spec.name, [v for v in versions if v is not None])
+
+
+def bound_skills(spec: AgentSpec) -> Mapping[str, str]:
+    """The agent's bound skill versions, name -> digest (``AgentSpec.extras[SKILLS_EXTRA]``;
+    empty for an agent without skills)."""
+    bound: Mapping[str, str] = spec.extras.get(SKILLS_EXTRA) or {}
+    return bound

@@ -34,6 +34,7 @@ from agentloom.config import Config
 from agentloom.config.commands import command_entry
 from agentloom.refs import Principal
 from agentloom.results import ToolResult
+from agentloom.store.runs import get_run
 
 __all__ = ["BoundCommands", "RunCommandTool", "bind_commands", "command_tools",
            "local_principal"]
@@ -70,8 +71,8 @@ class RunCommandTool:
         bus, runtime = self.bound.bus, self.bound.runtime
         if bus is None or runtime is None:
             raise RuntimeError("command tools are used before bind_commands bound their bus")
-        row = runtime.store.get("runs", {"run_id": context.run_id}) or {}
-        actor, project = row.get("actor"), row.get("project")
+        run = get_run(runtime.store, context.run_id, lenient=True)
+        actor, project = (run.actor, run.project) if run is not None else (None, None)
         principal = (Principal(actor=str(actor), project=str(project)) if actor and project
                      else local_principal())
         return await CommandToolHandler(bus, self.command, principal).invoke_once(request,

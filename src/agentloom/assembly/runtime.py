@@ -36,7 +36,7 @@ from agentloom.agent.failures import RecoveryPolicy
 from agentloom.agent.leases import WorkerSettings
 from agentloom.agent.runtime import Runtime
 from agentloom.agent.spec import tool_key
-from agentloom.assembly.agents import agent_specs, bind_skills, build_catalogs
+from agentloom.assembly.agents import agent_specs, bind_skills, bound_skills, build_catalogs
 from agentloom.assembly.commands import BoundCommands, bind_commands
 from agentloom.assembly.environment import environment_policy, store_url_for
 from agentloom.assembly.hooks import hook_functions, hook_specs
@@ -70,7 +70,7 @@ def runtime_from_config(
                         catalogs=catalogs)
     built = workflow_programs(config, lambda name: workflow_tools(
         config, name, catalogs.mcp, catalogs.remote, catalogs.exposed)) if config.workflows else ()
-    hooks = hook_specs(config, {s.name: s.extras.get("skills") or {} for s in specs}, store=url)
+    hooks = hook_specs(config, {s.name: bound_skills(s) for s in specs}, store=url)
     functions = hook_functions(config)
     runtime = Runtime(specs, store=url, hooks=hooks, hook_functions=functions,
                    workspace_root=config.workspace_root(),

@@ -53,11 +53,6 @@ def key_still_valid(store: Store, authorization: str | None) -> Callable[[], boo
     return valid
 
 
-def owns(row: dict[str, Any] | None, principal: Principal) -> bool:
-    return row is not None and row.get("actor") == principal.actor \
-        and row.get("project") == principal.project
-
-
 def owned_run(store: Store, run_id: str, principal: Principal) -> RunRecord:
     """The run ``run_id`` when ``principal`` owns it; the not-found problem otherwise."""
     run = get_run(store, run_id, lenient=True)

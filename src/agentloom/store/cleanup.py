@@ -67,3 +67,8 @@ def cleanup_job_op(*, new: bool, job_id: str, run_id: str, state: str, attempts:
     row = {"job_id": job_id, "run_id": run_id, "state": state, "attempts": attempts,
            "created_at": created_at, "updated_at": updated_at, "data": data}
     return Insert("cleanup_jobs", row) if new else Put("cleanup_jobs", row)
+
+
+def has_cleanup_job(store: Store, run_id: str) -> bool:
+    """Whether ``run_id`` has a cleanup job, done or not (its run-end cleanup was recorded)."""
+    return bool(store.query("cleanup_jobs", {"run_id": run_id}, limit=1))

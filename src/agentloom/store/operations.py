@@ -5,6 +5,7 @@
     store.query("operations", …)        ──► logical_keys / find_operation / get_operation
                                              (OperationRecord, store.records)
     store.query("hook_invocations", …)  ──► HookInvocationRecord ──► hook_invocations(…)
+    store.query("attempts", …)          ──► AttemptRecord ──► attempts(store, operation_id)
     Put / Insert("attempts", …)         ◄── attempt_op(…)
     Put("hook_invocations", …)          ◄── hook_op(…)
 
@@ -13,10 +14,10 @@ the pipeline always read its rows (``pipeline.records.OperationState`` decodes t
 payload and results, and checks what it acts on). The run's listing with a checked phase is
 ``store.records.operations``.
 
-Owns: the ``attempts`` and ``hook_invocations`` rows' shape, ``HookInvocationRecord``, and the
-pipeline's operation reads. Does not own: the ``operations`` row the pipeline writes
-(``OperationState.row``), ``OperationRecord`` (``store.records``), nor committing — the op
-builders return writes the caller commits.
+Owns: the ``attempts`` and ``hook_invocations`` rows' shape, ``AttemptRecord``,
+``HookInvocationRecord``, and the pipeline's operation reads. Does not own: the ``operations``
+row the pipeline writes (``OperationState.row``), ``OperationRecord`` (``store.records``), nor
+committing — the op builders return writes the caller commits.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from typing import Any
 from agentloom.store.ports import Insert, Put, Store
 from agentloom.store.records import OperationRecord
 
-__all__ = ["HookInvocationRecord", "attempt_op", "find_operation", "get_operation",
-           "hook_invocations", "hook_op", "logical_keys"]
+__all__ = ["AttemptRecord", "HookInvocationRecord", "attempt_op", "attempts", "find_operation",
+           "get_operation", "hook_invocations", "hook_op", "logical_keys"]
 
 
 # -- operations ----------------------------------------------------------------------------
@@ -53,6 +54,31 @@ def get_operation(store: Store, operation_id: str) -> OperationRecord | None:
 
 
 # -- attempts ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptRecord:
+    """One ``attempts`` row: attempt ``attempt_no`` of an operation, its status, when it started
+    and (once it ended) when it finished."""
+
+    operation_id: str
+    attempt_no: int
+    status: str
+    started_at: float | None
+    finished_at: float | None
+    data: Mapping[str, Any]
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> AttemptRecord:
+        return cls(operation_id=row["operation_id"], attempt_no=row["attempt_no"],
+                   status=row["status"], started_at=row.get("started_at"),
+                   finished_at=row.get("finished_at"), data=row.get("data") or {})
+
+
+def attempts(store: Store, operation_id: str) -> list[AttemptRecord]:
+    """The operation's attempts, the first first (by ``attempt_no``)."""
+    return [AttemptRecord.from_row(r) for r in store.query(
+        "attempts", {"operation_id": operation_id}, order_by=("attempt_no",))]
 
 
 def attempt_op(*, operation_id: str, attempt_no: int, status: str, data: Mapping[str, Any],

@@ -4,6 +4,8 @@
 
     store.get("runs", …)    ──► RunRecord.from_row ──► get_run(store, run_id)
     store.query("runs", …)  ──► RunRecord.from_row ──► runs(store, …) / principal_page(store, …)
+                                                        / principal_runs(store, principal)
+    store.query("runs", …, columns=…) ──► RunKey      ──► principal_keys(store, principal)
     Insert("runs", row)     ◄── new_run_op(…)                    (a run created or queued)
     Put("runs", changes)    ◄── update_run_op(run_id, …) / requeue_op(run_id, …)
 
@@ -20,9 +22,10 @@ Who writes runs rows: the kernel (a run created, queued, claimed, parked, ended:
 back in the queue (``requeue_op``, fenced by the epoch it read). Both build their ops here and
 commit them through the commit coordinator; this module commits nothing.
 
-Owns: ``RunRecord``, ``RunFailures``, the reads ``get_run``, ``runs``, ``principal_page``,
-``probe`` and the op builders. Does not own: the generic ``Store`` protocol (``store.ports``),
-claiming a run (``Store.claim_run`` / ``claim_next``), when a run's row is written (the kernel,
+Owns: ``RunRecord``, ``RunFailures``, ``RunKey``, the reads ``get_run``, ``runs``,
+``principal_page``, ``principal_keys``, ``principal_runs``, ``probe`` and the op builders.
+Does not own: the generic ``Store`` protocol (``store.ports``), claiming a run
+(``Store.claim_run`` / ``claim_next``), when a run's row is written (the kernel,
 ``approvals.answers``), or what a lease means (``agent.leases``).
 """
 
@@ -37,8 +40,10 @@ from agentloom.refs import Principal
 from agentloom.results import RUN_STATUSES, RunStatus, TerminalRunStatus
 from agentloom.store.ports import Fence, Insert, Put, Store
 
-__all__ = ["RunFailures", "RunPage", "RunRecord", "get_run", "new_run_op", "principal_page", "probe",
-           "requeue_op", "runs", "update_run_op"]
+__all__ = ["RunFailures", "RunKey", "RunPage", "RunRecord", "get_run", "new_run_op",
+           "principal_agent_runs", "principal_keys", "principal_page", "principal_runs", "probe",
+           "requeue_op", "runs",
+           "update_run_op"]
 
 TABLE = "runs"
 COLUMNS = frozenset({"run_id", "status", "lease_epoch", "lease_owner", "lease_expires_at",
@@ -282,6 +287,44 @@ def principal_page(store: Store, principal: Principal, *, limit: int,
             and all(row.get(c) == v for c, v in where.items())]  # as it is now
     last = (page[-1]["created_at"], page[-1]["run_id"]) if len(keys) > limit and page else None
     return RunPage(runs=[RunRecord.from_row(r, lenient=True) for r in rows], last=last)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunKey:
+    """What a listing sorts and filters a run by (``principal_keys``): three columns, no
+    ``data`` decoded. ``stored_status`` is the column as stored (not checked: a listing shows
+    a damaged row as it is)."""
+
+    run_id: str
+    stored_status: str
+    updated_at: float
+
+
+def principal_keys(store: Store, principal: Principal) -> list[RunKey]:
+    """The key of every run done for ``principal``, in the store's order: its id, status and
+    last change only (a listing of many, or large, runs reads no run's data)."""
+    rows = store.query(TABLE, _done_for(principal), columns=("run_id", "status", "updated_at"))
+    return [RunKey(run_id=r["run_id"], stored_status=r["status"], updated_at=r["updated_at"])
+            for r in rows]
+
+
+def principal_runs(store: Store, principal: Principal) -> list[RunRecord]:
+    """Every run done for ``principal``, whole, in the store's order, read as stored
+    (``lenient``)."""
+    return [RunRecord.from_row(r, lenient=True)
+            for r in store.query(TABLE, _done_for(principal))]
+
+
+def _done_for(principal: Principal) -> dict[str, Any]:
+    return {"actor": principal.actor, "project": principal.project}
+
+
+def principal_agent_runs(store: Store, principal: Principal, agent: str) -> list[RunRecord]:
+    """The runs of ``agent`` (its column) done for ``principal``, in the store's order, read
+    as stored (``lenient``: a reader that only looks a run up never refuses a damaged row)."""
+    rows = store.query(TABLE, {"agent": agent, "actor": principal.actor,
+                               "project": principal.project})
+    return [RunRecord.from_row(row, lenient=True) for row in rows]
 
 
 def probe(store: Store) -> None:

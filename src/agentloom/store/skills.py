@@ -82,3 +82,9 @@ def skill_put(*, name: str, digest: str, updated_at: float, data: Mapping[str, A
     """The ``skills`` row that makes ``digest`` the current version of ``name``."""
     return Put("skills", {"name": name, "digest": digest, "updated_at": updated_at,
                           "data": data})
+
+
+def all_version_data(store: Store) -> list[Mapping[str, Any]]:
+    """Every stored version of every skill (its ``data``; ``{}`` when none was stored), in the
+    store's order."""
+    return [r.get("data") or {} for r in store.query("skill_versions")]

@@ -13,6 +13,7 @@ from typing import Any
 
 from agentloom.agent.leases import holder_gone, lease_left_s
 from agentloom.store import Store
+from agentloom.store.approvals import ApprovalRecord, pending_approvals
 from agentloom.store.records import RunRecord
 
 __all__ = ["diagnose", "diagnosis_lines"]
@@ -47,9 +48,7 @@ def diagnose(store: Store, run: RunRecord, state: str,
         out["next_step"] = ("a worker of its configuration claims it (agentloom worker "
                             "CONFIG), or at once: agentloom runs resume " + run.run_id)
     elif state == "waiting":
-        approvals = [_approval(row) for row in store.query("approvals", {"run_id": run.run_id},
-                                                           order_by=("created_at",))
-                     if row["status"] == "pending"]
+        approvals = [_approval(a) for a in pending_approvals(store, run.run_id)]
         out["waiting_for"] = {"kind": "approval", "approvals": approvals}
         op = approvals[0]["operation_id"] if approvals else "OPERATION"
         out["next_step"] = (f"a person answers: agentloom runs approve {run.run_id} {op} "
@@ -77,17 +76,14 @@ def _holder(run: RunRecord, now: float) -> dict[str, Any] | None:
 def _queue_place(store: Store, run: RunRecord) -> dict[str, Any]:
     """Its place in the queue among the pending runs of its release: 1 is claimed next
     (counted in the store: a pending run's view costs the same however long the queue)."""
-    row = store.get("runs", {"run_id": run.run_id}) or {}
     ahead = store.queue_position(run.run_id) or 0
-    return {"priority": int(row.get("priority") or 0), "position": ahead + 1, "ahead": ahead}
+    return {"priority": run.priority, "position": ahead + 1, "ahead": ahead}
 
 
-def _approval(row: dict[str, Any]) -> dict[str, Any]:
-    data = row.get("data") or {}
-    return {"operation_id": row["operation_id"], "question": data.get("question"),
-            "capability": data.get("capability_key") or data.get("capability"),
-            "arguments": data.get("arguments"), "deadline": row.get("deadline"),
-            "asked_at": row["created_at"]}
+def _approval(approval: ApprovalRecord) -> dict[str, Any]:
+    return {"operation_id": approval.operation_id, "question": approval.question,
+            "capability": approval.capability_key, "arguments": dict(approval.arguments),
+            "deadline": approval.deadline, "asked_at": approval.created_at}
 
 
 def _last_step(operations: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -6,8 +6,9 @@ read from the store (here, below both, so the CLI and the host share one shape).
 operation — its status in the spec's vocabulary, every Attempt (``attempts`` table), every hook
 run (``hook_invocations`` table), the arguments the model proposed beside the ones that were
 executed, and the raw result beside the effective one. Runs and operations are read as typed
-records (``store.records``) and an operation's data decoded with
-``pipeline.records.OperationState``, never by hand.
+records (``store.records``; attempts, hook runs and cleanup jobs likewise: ``store.operations``,
+``store.cleanup``) and an operation's data decoded with ``pipeline.records.OperationState``,
+never by hand.
 
 Cleanup: ``cleanup`` is the run's run-end cleanup job (000 §7.4) — ``pending`` (a failure
 left it to be retried by ``agentloom worker`` or ``agentloom cleanup``), ``state``,
@@ -30,6 +31,9 @@ from agentloom.agent.spec import DELEGATE_PREFIX
 from agentloom.pipeline.records import OperationState
 from agentloom.results import ToolResult
 from agentloom.store import Store
+from agentloom.store.cleanup import run_cleanup_jobs
+from agentloom.store.operations import AttemptRecord, hook_invocations
+from agentloom.store.operations import attempts as attempt_records
 from agentloom.store.records import OperationRecord, RunRecord, get_run, operations, runs
 from agentloom.views.diagnosis import diagnose
 from agentloom.views.workflow import workflow_detail
@@ -104,16 +108,15 @@ def _graph(store: Store, run: RunRecord, details: list[dict[str, Any]]) -> dict[
 
 def cleanup_detail(store: Store, run_id: str) -> dict[str, Any] | None:
     """The run's latest cleanup job as ``runs show`` prints it; None when it has none."""
-    jobs = store.query("cleanup_jobs", {"run_id": run_id}, order_by=("created_at",))
+    jobs = sorted(run_cleanup_jobs(store, run_id), key=lambda j: j.created_at)  # oldest first
     if not jobs:
         return None
-    pending = [j for j in jobs if j["state"] == "pending"]
+    pending = [j for j in jobs if j.state == "pending"]
     job = (pending or jobs)[-1]
-    data = job["data"] or {}
-    errors = data.get("errors") or []
-    return {"pending": bool(pending), "state": job["state"], "job_id": job["job_id"],
-            "attempts": job["attempts"], "last_error": errors[-1] if errors else None,
-            "next_try": data.get("next_try") if pending else None}
+    errors = job.data.get("errors") or []
+    return {"pending": bool(pending), "state": job.state, "job_id": job.job_id,
+            "attempts": job.attempts, "last_error": errors[-1] if errors else None,
+            "next_try": job.data.get("next_try") if pending else None}
 
 
 HOOK_FAILURES = ("failed", "timed_out", "invalid", "indeterminate")
@@ -160,10 +163,10 @@ def _usage(result: ToolResult | None) -> dict[str, int | None] | None:
     return None if usage is None else {f: getattr(usage, f) for f in USAGE_FIELDS}
 
 
-def _duration(attempts: list[dict[str, Any]]) -> float | None:
+def _duration(attempts: list[AttemptRecord]) -> float | None:
     """Seconds the operation's Attempts ran (their sum); None when none has finished."""
-    spans = [a["finished_at"] - a["started_at"] for a in attempts
-             if a["started_at"] is not None and a["finished_at"] is not None]
+    spans = [a.finished_at - a.started_at for a in attempts
+             if a.started_at is not None and a.finished_at is not None]
     return round(sum(spans), 3) if spans else None
 
 
@@ -193,10 +196,9 @@ def operation_detail(store: Store, op: OperationRecord) -> dict[str, Any]:
     state = OperationState.from_row(op.to_row(), store)
     envelope = state.envelope_result() if state.envelope is not None else None
     request = state.request
-    attempts = store.query("attempts", {"operation_id": state.operation_id},
-                           order_by=("attempt_no",))
-    hooks = store.query("hook_invocations", {"operation_id": state.operation_id})
-    hooks.sort(key=lambda h: (h["timing"] != "before", h["position"]))
+    attempts = attempt_records(store, state.operation_id)
+    hooks = sorted(hook_invocations(store, state.operation_id),
+                   key=lambda h: (h.timing != "before", h.position))
     raw = envelope.raw if envelope is not None else (
         ToolResult.from_dict(state.raw) if state.raw is not None else None)
     effective = envelope.result if envelope is not None else None
@@ -218,17 +220,17 @@ def operation_detail(store: Store, op: OperationRecord) -> dict[str, Any]:
         "updated_at": op.updated_at,
         "attempts": {
             "count": state.attempts,
-            "items": [{"attempt_no": a["attempt_no"], "status": a["status"],
-                       "started_at": a["started_at"], "finished_at": a["finished_at"]}
+            "items": [{"attempt_no": a.attempt_no, "status": a.status,
+                       "started_at": a.started_at, "finished_at": a.finished_at}
                       for a in attempts],
         },
-        "hooks": [{"hook_id": h["hook_id"], "timing": h["timing"], "position": h["position"],
-                   "status": h["status"], "decision": h["decision"],
-                   "reason": (h["data"] or {}).get("reason"),
-                   "diagnostic": (h["data"] or {}).get("diagnostic"),
-                   "patch_error": (h["data"] or {}).get("patch_error"),
-                   "on_failure": (h["data"] or {}).get("on_failure"),
-                   "not_started": bool((h["data"] or {}).get("not_started"))} for h in hooks],
+        "hooks": [{"hook_id": h.hook_id, "timing": h.timing, "position": h.position,
+                   "status": h.status, "decision": h.decision,
+                   "reason": h.data.get("reason"),
+                   "diagnostic": h.data.get("diagnostic"),
+                   "patch_error": h.data.get("patch_error"),
+                   "on_failure": h.data.get("on_failure"),
+                   "not_started": bool(h.data.get("not_started"))} for h in hooks],
         "proposed_arguments": proposed,
         "executed_arguments": executed,
         "arguments_changed": executed is not None and executed != proposed,

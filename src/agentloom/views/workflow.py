@@ -9,7 +9,8 @@ activation, ``unknown`` (calls whose effect is not known) and ``history`` (every
 names the nodes running or waiting; ``edges`` are the workflow's edges as defined (``from``,
 ``to``, ``join``, ``when``, ``on_error``, ``max``).
 
-It reads the ``workflow_nodes`` records and the run's operations only — never a file.
+It reads the ``workflow_nodes`` records (``store.workflow_nodes.node_records``) and the run's
+operations only — never a file.
 
 Owns: the shape above. Does not own: running a workflow (``squad.driver``).
 """
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentloom.store import Store
+from agentloom.store.workflow_nodes import WorkflowNodeRecord, node_records
 
 __all__ = ["workflow_detail"]
 
@@ -31,15 +33,14 @@ def workflow_detail(store: Store, run_id: str, definition: Any,
     run that is not a workflow's."""
     if not isinstance(definition, dict) or not isinstance(definition.get("nodes"), list):
         return None
-    rows = store.query("workflow_nodes", {"run_id": run_id}, order_by=("created_at",))
-    by_node: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_node.setdefault(row["node"], []).append(row)
+    by_node: dict[str, list[WorkflowNodeRecord]] = {}
+    for record in node_records(store, run_id):
+        by_node.setdefault(record.node, []).append(record)
     in_flight = _in_flight(run_id, operations)
     nodes = []
     for node in definition["nodes"]:
         name = str(node.get("node"))
-        history = sorted(by_node.get(name, []), key=lambda r: int(r["attempt"]))
+        history = sorted(by_node.get(name, []), key=lambda r: r.attempt)
         entries = [_activation(r) for r in history]
         last = entries[-1] if entries else None
         status = last["status"] if last else "pending"
@@ -64,11 +65,11 @@ def workflow_detail(store: Store, run_id: str, definition: Any,
             "nodes": nodes, "edges": list(definition.get("edges") or [])}
 
 
-def _activation(row: dict[str, Any]) -> dict[str, Any]:
-    data = row.get("data") or {}
-    return {"attempt": int(row["attempt"]), "status": row["status"],
+def _activation(record: WorkflowNodeRecord) -> dict[str, Any]:
+    data = record.data
+    return {"attempt": record.attempt, "status": record.status,
             "output": data.get("output"), "error": data.get("error"),
-            "call_id": data.get("call_id"), "operation_id": row.get("operation_id"),
+            "call_id": data.get("call_id"), "operation_id": record.operation_id,
             "unknown": data.get("unknown") or []}
 
 

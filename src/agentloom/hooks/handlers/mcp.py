@@ -37,10 +37,10 @@ from agentloom.hooks.event import HookEvent
 from agentloom.hooks.handlers._common import TEXT_LIMIT, HookRunFailed, event_json, handler_of
 from agentloom.hooks.handlers.kind import HookKind
 from agentloom.hooks.spec import HookHandler, HookSpec
+from agentloom.store.runs import get_run
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
+    from agentloom.store.ports import Store
     from agentloom.workspace.scope import WorkspaceScope
 
 BACKSTOP_S = 2.0  # the request's own read timeout runs this long past the hook's
@@ -93,12 +93,6 @@ class HookSessions(Protocol):
     async def get(self, tool: Any, context: AttemptContext) -> Any: ...
 
 
-class RunRows(Protocol):
-    """Reads a run's row (the store)."""
-
-    def get(self, table: str, key: Mapping[str, Any]) -> dict[str, Any] | None: ...
-
-
 class RunScopes(Protocol):
     """A run's workspace scopes (``WorkspaceStore``)."""
 
@@ -120,7 +114,7 @@ class McpHookHost(Protocol):
     def mcp_sessions(self) -> HookSessions: ...
 
     @property
-    def store(self) -> RunRows: ...
+    def store(self) -> Store: ...
 
     @property
     def environment(self) -> ScopesHolder: ...
@@ -187,8 +181,8 @@ class McpHookRunner:
 def _context(host: McpHookHost, spec: HookSpec, event: HookEvent) -> AttemptContext:
     """The run's facts a session is keyed and launched by: its current lease epoch and its
     registered workspace scope (as ``Kernel.claim`` finds it)."""
-    row = host.store.get("runs", {"run_id": event.run_id})
-    epoch = None if row is None else row.get("lease_epoch")
+    run = get_run(host.store, event.run_id, lenient=True)  # its status does not matter here
+    epoch = None if run is None else run.lease_epoch
     scopes = [s for s in host.environment.scopes.scopes_for_run(event.run_id) if s.state == "registered"]
     return AttemptContext(
         operation_id=f"{event.operation_id}:{spec.hook_id}", attempt_no=1, run_id=event.run_id,

@@ -4,7 +4,7 @@
 
     SDK dispatcher (JSON-RPC | REST) ──► RunRequestHandler ──► Runtime.submit / stop /
                                                                approve / reject / supplement
-                                          └── task_of(store row)  (host.a2a.tasks)
+                                          └── task_of(RunRecord)  (host.a2a.tasks, store.runs)
 
 Why not the SDK's ``DefaultRequestHandler``: it keeps tasks in a ``TaskStore`` and runs an
 ``AgentExecutor`` in this process, so a task would live twice (the SDK's copy and the run) and
@@ -33,7 +33,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from a2a.server.context import ServerCallContext
@@ -77,8 +77,9 @@ from agentloom.agent.runtime import Runtime
 from agentloom.errors import AgentLoomError, StoreError
 from agentloom.host.a2a.list import check_status, list_tasks
 from agentloom.host.a2a.tasks import INTERRUPTED, TERMINAL, facts_of, state_of, task_of, text_of
-from agentloom.host.access import key_still_valid, owns
+from agentloom.host.access import key_still_valid
 from agentloom.refs import Principal
+from agentloom.store.runs import RunRecord, get_run
 
 __all__ = ["PRINCIPAL", "REQUEST", "WORKER", "RunRequestHandler"]
 
@@ -159,17 +160,17 @@ class RunRequestHandler(RequestHandler):
                 return str(skill)
         return "main" if "main" in agents else next(iter(agents))
 
-    async def _continue(self, row: Mapping[str, Any], message: Message,
+    async def _continue(self, run: RunRecord, message: Message,
                         principal: Principal) -> None:
         """A message for an existing task: the answer it waits for, or more input."""
-        run_id = str(row["run_id"])
-        state = state_of(str(row["status"]))
+        run_id = run.run_id
+        state = state_of(run.stored_status)
         if state in TERMINAL:
             raise UnsupportedOperationError(
                 message=f"task {run_id} is {TaskState.Name(state)}: it takes no more messages "
                         "(send one without taskId to start a new task)")
         if state in INTERRUPTED:
-            await self._answer(row, message, principal)
+            await self._answer(run, message, principal)
             return
         text = text_of(message)
         if not text.strip():
@@ -179,13 +180,13 @@ class RunRequestHandler(RequestHandler):
         except AgentLoomError as exc:
             raise _refused(exc, UnsupportedOperationError) from None
 
-    async def _answer(self, row: Mapping[str, Any], message: Message,
+    async def _answer(self, run: RunRecord, message: Message,
                       principal: Principal) -> None:
         answers = [MessageToDict(p.data) for p in message.parts if p.WhichOneof("content") == "data"]
         answer = answers[0] if len(answers) == 1 else None
         if not isinstance(answer, dict) or not isinstance(answer.get("approve"), bool):
             raise InvalidParamsError(message=ANSWER_HELP)
-        waiting = (row.get("data") or {}).get("waiting") or {}
+        waiting = run.data.get("waiting") or {}
         asked = [str(op) for op in waiting.get("operation_ids") or []]
         named = answer.get("operation_id")
         if named is not None:
@@ -197,7 +198,7 @@ class RunRequestHandler(RequestHandler):
         how = self.runtime.approve if answer["approve"] else self.runtime.reject
         for operation_id in asked:
             try:
-                await how(str(row["run_id"]), operation_id,
+                await how(run.run_id, operation_id,
                           reason=reason if isinstance(reason, str) else None,
                           actor=principal.actor)
             except AgentLoomError as exc:
@@ -208,8 +209,8 @@ class RunRequestHandler(RequestHandler):
     async def on_get_task(self, params: GetTaskRequest,
                           context: ServerCallContext) -> Task | None:
         validate_history_length(params)
-        row = self._owned(params.id, _principal(context))
-        return apply_history_length(task_of(row), params)
+        run = self._owned(params.id, _principal(context))
+        return apply_history_length(task_of(run), params)
 
     @validate_request_params
     async def on_list_tasks(self, params: ListTasksRequest,
@@ -225,8 +226,8 @@ class RunRequestHandler(RequestHandler):
     async def on_cancel_task(self, params: CancelTaskRequest,
                              context: ServerCallContext) -> Task | None:
         principal = _principal(context)
-        row = self._owned(params.id, principal)
-        if state_of(str(row["status"])) in TERMINAL:
+        run = self._owned(params.id, principal)
+        if state_of(run.stored_status) in TERMINAL:
             raise TaskNotCancelableError
         await self.runtime.stop(params.id, f"cancelled over A2A by {principal.actor}")
         await self._settle(params.id, CANCEL_WAIT_S, ended_or_asking=False)
@@ -257,10 +258,10 @@ class RunRequestHandler(RequestHandler):
             await asyncio.sleep(self.poll_s)
             if not authorized():
                 return
-            row = self.runtime.store.get("runs", {"run_id": last.id})
-            if row is None:
+            run = get_run(self.runtime.store, last.id, lenient=True)
+            if run is None:
                 return
-            task = task_of(row)
+            task = task_of(run)
             state = task.status.state
             if state == last.status.state and \
                     task.status.message.parts == last.status.message.parts:
@@ -300,27 +301,28 @@ class RunRequestHandler(RequestHandler):
         raise ExtendedAgentCardNotConfiguredError
 
     # -- reading the store ------------------------------------------------------------------
-    def _owned(self, task_id: str, principal: Principal) -> dict[str, Any]:
-        """The principal's run ``task_id``; ``TaskNotFoundError`` — the same for a missing
-        run and another owner's — otherwise."""
-        row = self.runtime.store.get("runs", {"run_id": task_id})
-        if row is None or not owns(row, principal):
+    def _owned(self, task_id: str, principal: Principal) -> RunRecord:
+        """The principal's run ``task_id`` (read as stored: a damaged status is an
+        ``UNSPECIFIED`` task); ``TaskNotFoundError`` — the same for a missing run and another
+        owner's — otherwise."""
+        run = get_run(self.runtime.store, task_id, lenient=True)
+        if run is None or not run.done_for(principal):
             raise TaskNotFoundError
-        return row
+        return run
 
     def _task(self, run_id: str) -> Task:
-        row = self.runtime.store.get("runs", {"run_id": run_id})
-        if row is None:
+        run = get_run(self.runtime.store, run_id, lenient=True)
+        if run is None:
             raise TaskNotFoundError
-        return task_of(row)
+        return task_of(run)
 
     async def _settle(self, run_id: str, wait_s: float, *, ended_or_asking: bool) -> None:
         """Until the task ended (``ended_or_asking``: or asks for input), or ``wait_s``."""
         until = time.monotonic() + wait_s
         settled = TERMINAL | INTERRUPTED if ended_or_asking else TERMINAL
         while time.monotonic() < until:
-            row = self.runtime.store.get("runs", {"run_id": run_id})
-            if row is None or state_of(str(row["status"])) in settled:
+            run = get_run(self.runtime.store, run_id, lenient=True)
+            if run is None or state_of(run.stored_status) in settled:
                 return
             await asyncio.sleep(self.poll_s)
 

@@ -2,8 +2,8 @@
 
 ::
 
-    runs (run_id, status, updated_at) of the principal ──► filter, sort, page ──► the page's
-                                                                                 rows ──► Task
+    principal_keys (run_id, status, updated_at) ──► filter, sort, page ──► the page's runs
+                                                                           (get_run) ──► Task
 
 Only the page's runs are read whole and made tasks: the others are read as three columns (no
 ``data`` decoded), so a page of one costs one run's row however many (or large) runs the
@@ -23,7 +23,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from a2a.types import ListTasksRequest, ListTasksResponse, TaskState
@@ -32,13 +31,12 @@ from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import apply_history_length
 
 from agentloom.host.a2a.tasks import state_of, task_of
-from agentloom.host.access import owns
 from agentloom.refs import Principal
 from agentloom.store import Store
+from agentloom.store.runs import RunKey, RunRecord, get_run, principal_keys, principal_runs
 
 __all__ = ["check_status", "list_tasks"]
 
-KEYS = ("run_id", "status", "updated_at")  # what a run is sorted and filtered by
 UNSET = (None, "", 0, "0", "TASK_STATE_UNSPECIFIED")  # no status filter, however said
 
 Position = tuple[int, str]
@@ -59,18 +57,17 @@ def check_status(params: ListTasksRequest, raw: Any) -> None:
 
 def list_tasks(store: Store, principal: Principal, params: ListTasksRequest) -> ListTasksResponse:
     """The page ``params`` asks for (checked already). Blocks on the store."""
-    where = {"actor": principal.actor, "project": principal.project}
-    keys = store.query("runs", where, columns=KEYS)
+    keys = principal_keys(store, principal)  # what a run is sorted and filtered by
     if params.status:
-        keys = [k for k in keys if state_of(str(k["status"])) == params.status]
+        keys = [k for k in keys if state_of(k.stored_status) == params.status]
     if params.HasField("status_timestamp_after"):
         after_ns = params.status_timestamp_after.ToNanoseconds()
         keys = [k for k in keys if _position(k)[0] >= after_ns]
-    whole: dict[str, dict[str, Any]] = {}
+    whole: dict[str, RunRecord] = {}
     if params.context_id:  # a run's context is in its data: read them all
-        whole = {str(r["run_id"]): r for r in store.query("runs", where)}
-        keys = [k for k in keys if k["run_id"] in whole
-                and _context_of(whole[k["run_id"]]) == params.context_id]
+        whole = {r.run_id: r for r in principal_runs(store, principal)}
+        keys = [k for k in keys if k.run_id in whole
+                and _context_of(whole[k.run_id]) == params.context_id]
     keys.sort(key=_position, reverse=True)  # the latest change first
     if params.page_token:
         cursor = _cursor(params.page_token)
@@ -83,24 +80,24 @@ def list_tasks(store: Store, principal: Principal, params: ListTasksRequest) -> 
     if len(after_cursor) > size:
         response.next_page_token = _token(_position(page[-1]))
     for key in page:
-        row = whole.get(key["run_id"]) or store.get("runs", {"run_id": key["run_id"]})
-        if row is None or not owns(row, principal):  # deleted since
+        run = whole.get(key.run_id) or get_run(store, key.run_id, lenient=True)
+        if run is None or not run.done_for(principal):  # deleted since
             continue
-        task = task_of(row)
+        task = task_of(run)
         if not params.include_artifacts:
             task.ClearField("artifacts")
         response.tasks.append(apply_history_length(task, params))
     return response
 
 
-def _context_of(row: Mapping[str, Any]) -> str:
-    a2a = (row.get("data") or {}).get("a2a") or {}
-    return str(a2a.get("context_id") or row["run_id"])
+def _context_of(run: RunRecord) -> str:
+    a2a = run.data.get("a2a") or {}
+    return str(a2a.get("context_id") or run.run_id)
 
 
-def _position(key: Mapping[str, Any]) -> Position:
+def _position(key: RunKey) -> Position:
     """Where a run is in the list: its task's status timestamp (ns), then its id."""
-    return int(float(key["updated_at"]) * 1e9), str(key["run_id"])
+    return int(float(key.updated_at) * 1e9), str(key.run_id)
 
 
 def _token(position: Position) -> str:

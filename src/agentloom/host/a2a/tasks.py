@@ -3,7 +3,8 @@ the task shows is read from the run's row in the store — so a server restart l
 
 ::
 
-    runs row (status, data.output / error / waiting, data.a2a) ──► task_of(row) ──► Task
+    RunRecord (status, data.output / error / waiting, data.a2a) ──► task_of(run) ──► Task
+    (store.runs, read as stored)
 
 Run status → ``TaskState`` (docs/a2a-serving.md has the table):
 
@@ -49,6 +50,7 @@ from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyp
 
 from agentloom.canonical import sorted_json
 from agentloom.results import RunStatus
+from agentloom.store.runs import RunRecord
 
 __all__ = ["INTERRUPTED", "STATE_OF", "TERMINAL", "facts_of", "task_of", "text_of"]
 
@@ -102,20 +104,24 @@ def facts_of(message: Message, *, context_id: str) -> dict[str, Any]:
                     "message": MessageToDict(message, preserving_proto_field_name=False)}}
 
 
-def task_of(row: Mapping[str, Any]) -> Task:
-    """The task of one ``runs`` row (as ``Store.get`` returns it)."""
-    run_id = str(row["run_id"])
-    data: Mapping[str, Any] = row.get("data") or {}
+def task_of(run: RunRecord | Mapping[str, Any]) -> Task:
+    """The task of one run: its record (``store.runs``; read ``lenient``, a status this
+    version does not know is ``UNSPECIFIED``) or its ``runs`` row as ``Store.get`` returns it."""
+    if isinstance(run, RunRecord):
+        run_id, stored, updated_at, data = run.run_id, run.stored_status, run.updated_at, run.data
+    else:
+        run_id, stored, updated_at = str(run["run_id"]), str(run["status"]), run["updated_at"]
+        data = run.get("data") or {}
     a2a: Mapping[str, Any] = data.get("a2a") or {}
     context_id = str(a2a.get("context_id") or run_id)
-    state = state_of(str(row["status"]))
+    state = state_of(stored)
     stamp = Timestamp()
-    stamp.FromNanoseconds(int(float(row["updated_at"]) * 1e9))
+    stamp.FromNanoseconds(int(float(updated_at) * 1e9))
     status = TaskStatus(state=state, timestamp=stamp)
-    said = _status_text(str(row["status"]), data)
+    said = _status_text(stored, data)
     if said:
         status.message.CopyFrom(Message(
-            message_id=f"{run_id}-status-{row['updated_at']}", role=Role.ROLE_AGENT,
+            message_id=f"{run_id}-status-{updated_at}", role=Role.ROLE_AGENT,
             task_id=run_id, context_id=context_id, parts=[Part(text=said)]))
     task = Task(id=run_id, context_id=context_id, status=status)
     if "message" in a2a:
@@ -125,7 +131,7 @@ def task_of(row: Mapping[str, Any]) -> Task:
     if state == TaskState.TASK_STATE_COMPLETED and data.get("output") is not None:
         task.artifacts.append(_artifact(run_id, data["output"]))
     task.metadata.update({"agentloom": {"agent": data.get("agent"),
-                                        "run_status": str(row["status"])}})
+                                        "run_status": stored}})
     return task
 
 
