@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import pkgutil
 import sys
 import sysconfig
 from collections.abc import Callable, Iterator
@@ -95,11 +96,8 @@ def import_ref(ref: str, where: str, folder: Path) -> Any:
             raise ConfigError(
                 f"{where}: cannot import module {module_name!r} ({type(exc).__name__}: {exc}); "
                 f"it is looked up on sys.path and in {str(folder)!r}", code="CONFIG_IMPORT") from None
-    target: Any = module
-    for part in attr.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
+        try:  # the module is imported: pkgutil.resolve_name only walks the attributes
+            return pkgutil.resolve_name(ref) if attr else getattr(module, attr)
+        except (AttributeError, ValueError):
             raise ConfigError(f"{where}: module {module_name!r} has no attribute {attr!r}",
                               code="CONFIG_IMPORT") from None
-    return target

@@ -12,8 +12,8 @@ Owns: the kind's spec, its runner and importing a ref. Does not own: the config 
 
 from __future__ import annotations
 
-import importlib
 import inspect
+import pkgutil
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,14 +50,11 @@ def resolve_ref(ref: str) -> Callable[..., Any]:
     if not sep or not module_name or not attr:
         raise ConfigError(f"hook handler ref {ref!r} must look like 'package.module:function'")
     try:
-        module = importlib.import_module(module_name)
+        target: Any = pkgutil.resolve_name(ref)
     except ImportError as exc:
         raise ConfigError(f"hook handler ref {ref!r}: cannot import {module_name!r}: {exc}") from exc
-    target: Any = module
-    for part in attr.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            raise ConfigError(f"hook handler ref {ref!r}: {module_name!r} has no {attr!r}")
+    except (AttributeError, ValueError):
+        raise ConfigError(f"hook handler ref {ref!r}: {module_name!r} has no {attr!r}") from None
     if not callable(target):
         raise ConfigError(f"hook handler ref {ref!r} is not callable")
     return target  # type: ignore[no-any-return]
