@@ -15,17 +15,12 @@ fails too until its entry is lowered (or removed), so the list always says what 
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-_SPEC = importlib.util.spec_from_file_location(
-    "architecture_figures", ROOT / "bench" / "architecture_figures.py")
-assert _SPEC is not None and _SPEC.loader is not None
-architecture_figures = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(architecture_figures)  # bench/ stays off sys.path (its a2a.py would
-# hide the a2a SDK from every later test of the process)
+from tests.bench.loader import load_bench
+
+# bench/ stays off sys.path: its a2a.py would hide the a2a SDK from every later test
+architecture_figures = load_bench("architecture_figures.py")
 
 CEILING = 0
 """The sum of ``ALLOWED`` — lower it with every entry you lower; never raise it."""

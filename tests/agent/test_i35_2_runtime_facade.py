@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.bench.loader import load_bench
 
 import agentloom
 from agentloom.agent import AgentSpec, RecoveryPolicy, Runtime, RuntimeOptions
@@ -24,9 +24,7 @@ from agentloom.agent.leases import WorkerSettings
 from agentloom.models.offline import Script, ScriptModel
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import architecture_figures  # noqa: E402
+architecture_figures = load_bench("architecture_figures.py")  # bench/ stays off sys.path
 
 AGENT = ROOT / "src" / "agentloom" / "agent"
 COLLABORATORS = ("runtime", "options", "handles", "roster", "release", "starts", "claims",

@@ -81,3 +81,41 @@ def test_hardening_a_store_file_owned_by_someone_else_keeps_its_mode(tmp_path: P
         assert mode(db) == 0o644
     finally:
         store.close()
+
+
+LOCKED_PROBE = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
+try:
+    conn.execute("BEGIN IMMEDIATE")
+except sqlite3.OperationalError as exc:
+    print(exc)
+else:
+    print("took the write lock")
+"""
+
+
+def test_i35_preparing_an_open_database_keeps_this_process_s_locks(tmp_path: Path) -> None:
+    """Opening a second store of a file this process already has open must not drop the first
+    one's locks: closing *any* descriptor of a file releases every POSIX lock the process holds
+    on it (SQLite, "How To Corrupt An SQLite Database File", 2.2), so the file modes are
+    tightened by path. Found as a flaky "database disk image is malformed" in the workflow
+    chaos bench; here the lock another process sees is checked directly."""
+    import subprocess
+    import sys
+
+    from agentloom.store.sqlite import _prepare_file
+
+    db = tmp_path / "agentloom.db"
+    open_store(f"sqlite:///{db}").close()
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("BEGIN IMMEDIATE")  # the WAL write lock, held by this process
+    try:
+        _prepare_file(db)  # what a second SqliteStore of this file does first
+        probe = subprocess.run([sys.executable, "-c", LOCKED_PROBE, str(db)],
+                               capture_output=True, text=True, timeout=60, check=True)
+        assert probe.stdout.strip() == "database is locked"
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()

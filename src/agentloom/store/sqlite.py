@@ -164,28 +164,32 @@ def _prepare_file(path: Path) -> None:
     before SQLite opens it.
 
     An existing file, and any ``-wal`` / ``-shm`` file left beside it, keeps working; if we
-    own it and others may read it, it is tightened to the owner's read and write bits.
+    own it and others may read it, it is tightened to the owner's read and write bits — by
+    path, never through a descriptor of our own: closing any descriptor of a file drops every
+    POSIX lock this process holds on it, and another store of this process may hold SQLite's
+    locks on these very files (SQLite, "How To Corrupt", §2.2).
     """
     make_dirs(path.parent, 0o700)
-    _tighten(os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
-    real = os.path.realpath(path)  # SQLite keeps its -wal / -shm beside the linked-to file
-    for suffix in _SIDECARS:
-        try:
-            fd = os.open(real + suffix, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            continue  # none left over (or not a plain file): SQLite makes a new one
-        _tighten(fd)
-
-
-def _tighten(fd: int) -> None:
-    """Drop every permission bit but the owner's read and write, if the file is ours; close ``fd``."""
     try:
-        st = os.fstat(fd)
-        loose = stat.S_IMODE(st.st_mode) & ~0o600
-        if loose and st.st_uid == os.geteuid() and stat.S_ISREG(st.st_mode):
-            os.fchmod(fd, stat.S_IMODE(st.st_mode) & 0o600)
-    finally:
-        os.close(fd)
+        os.close(os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+        return  # new: no one has it open, and it has no side files worth keeping
+    except FileExistsError:
+        pass
+    real = os.path.realpath(path)  # SQLite keeps its -wal / -shm beside the linked-to file
+    for name in (real, *(real + suffix for suffix in _SIDECARS)):
+        _tighten(name)
+
+
+def _tighten(name: str) -> None:
+    """Drop every permission bit but the owner's read and write of ``name``, if it is a plain
+    file of ours (nothing when it is missing)."""
+    try:
+        st = os.lstat(name)
+    except OSError:
+        return  # none left over: SQLite makes a new one
+    loose = stat.S_IMODE(st.st_mode) & ~0o600
+    if loose and st.st_uid == os.geteuid() and stat.S_ISREG(st.st_mode):
+        os.chmod(name, stat.S_IMODE(st.st_mode) & 0o600)
 
 
 class _AutocommitConnection:
