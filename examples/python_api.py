@@ -19,9 +19,9 @@ from agentloom.models.offline import Script, ScriptModel
 
 
 @agentloom.tool(name="text.count_words")
-def count_words(text: str) -> dict[str, int]:
-    """Count the words of a text."""
-    return {"words": len(text.split())}
+def count_words(text: str) -> int:
+    """Count the words of a text (an int reaches the model as {"result": <int>})."""
+    return len(text.split())
 
 
 @agentloom.hook(timing="before", match="text.count_words")

@@ -146,15 +146,18 @@ def test_13_1_tool_return_values_are_wrapped_like_a_tool_subclass() -> None:
             "list": [1, 2], "none": None,
             "result": ToolResult.unknown(agentloom.OperationError(
                 code="X", category="unknown", message="maybe", external_outcome="unknown")),
-            "int": 3,
+            "int": 3, "set": {1, 2},
         }
         return values[kind]
 
     assert call(passthrough, kind="list").to_dict()["content"][0]["data"] == [1, 2]
     assert call(passthrough, kind="none").status == "succeeded"
     assert call(passthrough, kind="result").status == "unknown"
-    bad = call(passthrough, kind="int")
+    assert call(passthrough, kind="int").to_dict()["content"][0]["data"] == {"result": 3}  # i36 (1)
+    bad = call(passthrough, kind="set")
+    assert bad.status == "failed"
     assert bad.error is not None and bad.error.code == "INVALID_TOOL_OUTPUT"
+    assert bad.error.external_outcome == "known"
 
 
 def test_13_1_tool_exception_fails_the_call_classified() -> None:

@@ -237,13 +237,15 @@ async def test_s8_returned_tool_result_passes_through_unchanged() -> None:
     assert result is own
 
 
-async def test_s8_undeliverable_output_is_unknown_not_success() -> None:
+async def test_s8_undeliverable_output_is_a_failure_with_a_known_outcome_not_success() -> None:
+    # i36 (1): the tool ran and ended, so the outcome is known: failed, never unknown
     result, _ = await run(returning({"when": object()}))
     assert assert_not_success(result).code == "INVALID_TOOL_OUTPUT"
-    assert result.status == "unknown"
+    assert result.status == "failed"
+    assert assert_not_success(result).external_outcome == "known"
 
-    result, _ = await run(returning(42))  # type: ignore[arg-type]
-    assert assert_not_success(result).code == "INVALID_TOOL_OUTPUT"
+    result, _ = await run(returning(42))
+    assert result.content == (JsonBlock({"result": 42}),)
 
 
 # --- exceptions -----------------------------------------------------------------------

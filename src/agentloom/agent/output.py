@@ -10,8 +10,10 @@
         │   neither     → the schema in the system message only
         ▼
     final candidate ─► JSON? meets the schema? ─► Parsed(value) ─► RunResult.output
-        │ no: one corrective user turn naming the errors (a turn like any other)
-        ▼ no again: the invocation fails with OUTPUT_INVALID
+        │ no: the model call's event says ``answer_rejected`` (the live view: "answer
+        │     rejected: <reason>"); one corrective user turn naming the errors
+        ▼ no again: the invocation fails with OUTPUT_INVALID (an answer that is not JSON is
+                    quoted, its first 200 characters)
 
 Owns: the output spec, the format a model is asked for, checking an answer, the corrective
 message and the final error. Does not own: the turns (``loop``), the wire forms (presets and
@@ -39,6 +41,7 @@ __all__ = ["OUTPUT_INVALID", "OutputSpec", "Parsed", "output_formats"]
 
 OUTPUT_INVALID = "OUTPUT_INVALID"
 ERRORS_SHOWN = 5  # validation errors named in a correction or an error
+ANSWER_SHOWN = 200  # characters of an answer that is not JSON quoted in its error
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # one Markdown code fence around the whole answer (```json … ```), which models often add
 _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n(.*)\n```\Z", re.DOTALL)
@@ -134,7 +137,9 @@ class OutputSpec:
             value, _ = storable(json.loads(body))
         except ValueError as exc:
             why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-            return [f"the answer is not JSON ({why})"]
+            answer = text.strip()
+            shown = answer if len(answer) <= ANSWER_SHOWN else answer[:ANSWER_SHOWN] + "…"
+            return [f"the answer is not JSON ({why}): {shown!r}"]
         errors = self._validator.errors(value)
         if not errors and self.output_type is not None:
             try:
@@ -142,6 +147,12 @@ class OutputSpec:
             except ValidationError as exc:
                 errors = [f"{_path(e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)]
         return errors if errors else Parsed(value)
+
+    def rejection(self, text: str) -> str | None:
+        """Why ``text`` is rejected as the final answer (its errors, listed as ``failure``
+        lists them), or None when it is accepted; the live view shows it."""
+        checked = self.check(text)
+        return None if isinstance(checked, Parsed) else _listed(checked)
 
     def correction(self, errors: list[str]) -> str:
         """The corrective user message after an answer that does not validate."""

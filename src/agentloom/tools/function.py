@@ -18,16 +18,19 @@ nor publication (``Kernel.publish``)::
 
 The result is a ``FunctionTool``: a ``Tool`` like any subclass instance, and still callable
 as the plain function. A definition the catalog could not publish — an unannotated
-parameter, ``*args`` / ``**kwargs``, a type pydantic cannot describe as JSON — raises
+parameter, ``*args`` / ``**kwargs``, a type pydantic cannot describe as JSON, a return type
+whose values are not JSON (``-> set[int]``, ``-> bytes``, a plain class) — raises
 ``CatalogError`` at decoration time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections.abc
 import functools
 import inspect
 import re
+import types
 import typing
 from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
@@ -36,6 +39,7 @@ import pydantic
 from pydantic import Field
 
 from agentloom.errors import CatalogError
+from agentloom.results import ToolResult
 from agentloom.tools.sdk import StrictInput, Tool, ToolContext, ToolOutput
 
 __all__ = ["FunctionTool", "tool"]
@@ -115,7 +119,9 @@ def tool(
     ``ToolContext`` to receive the call's context; every other parameter needs a type
     annotation pydantic can validate and describe as JSON (``Annotated[int, Field(...)]``
     works). It may return what a ``Tool.execute`` may: a ``str`` (text), a ``dict`` or
-    ``list`` (JSON), ``None``, or a ``ToolResult`` (passed through); raising fails the call.
+    ``list`` (JSON), a number or ``bool`` (``{"result": value}``), a pydantic model, ``None``,
+    or a ``ToolResult`` (passed through); raising fails the call. Its return annotation, if
+    any, must be one of those shapes.
 
     Raises:
         CatalogError: the function cannot be a tool (the message names the parameter).
@@ -139,6 +145,7 @@ def _build(
         raise CatalogError(f"{where}: the tool needs a name; pass @tool(name=...)")
     summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
     input_type, params, context = _input_model(fn, tool_name, arg_docs, where)
+    _check_return(fn, where)
     attributes = {
         "name": tool_name,
         "description": description if description is not None else summary,
@@ -212,6 +219,48 @@ def _check_type(hint: Any, where: str) -> None:
     except Exception as exc:  # PydanticSchemaGenerationError, PydanticInvalidForJsonSchema, …
         raise CatalogError(f"{where}: unsupported type {_type_name(hint)} (it has no JSON "
                            f"schema a model can be given): {_first_line(exc)}") from exc
+
+
+_JSON_SCALARS: tuple[type, ...] = (str, int, float, bool, type(None))
+_JSON_NAMES = ("str, int, float, bool, None, dict[str, ...], list[...], a pydantic model, "
+               "ToolResult or Any")
+
+
+def _check_return(fn: Callable[..., Any], where: str) -> None:
+    """Refuse a return annotation whose values could never be delivered as JSON (``set``,
+    ``bytes``, a plain class, ``object``), so the mistake shows at decoration, not at the
+    model's first call (which would fail ``INVALID_TOOL_OUTPUT``). No annotation passes."""
+    hint = typing.get_type_hints(fn, include_extras=True).get("return", Any)
+    bad = _not_json(hint)
+    if bad is not None:
+        shown = "" if bad is hint else f" (it holds {_type_name(bad)})"
+        raise CatalogError(f"{where}: return type {_type_name(hint)}{shown} cannot be delivered "
+                           f"to a model as JSON; return {_JSON_NAMES}")
+
+
+def _not_json(hint: Any) -> Any:
+    """The part of ``hint`` that is not a JSON shape, or None when all of it is."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Annotated:
+        return _not_json(args[0])
+    if hint is Any or isinstance(hint, typing.TypeVar) or hint in _JSON_SCALARS \
+            or hint in (None, ToolResult, typing.NoReturn, typing.Never):  # Never: it raises
+        return None
+    if origin is typing.Literal:
+        return None if all(isinstance(a, _JSON_SCALARS) for a in args) else hint
+    if origin is typing.Union or origin is types.UnionType:
+        return next((bad for bad in map(_not_json, args) if bad is not None), None)
+    if origin in (dict, collections.abc.Mapping):
+        if args and args[0] is not str and _not_json(args[0]) is not None:
+            return hint
+        return _not_json(args[1]) if args else None
+    if origin in (list, tuple, collections.abc.Sequence):
+        items = (arg for arg in args if arg is not Ellipsis)  # tuple[int, ...]
+        return next((bad for bad in map(_not_json, items) if bad is not None), None)
+    if isinstance(hint, type) and (issubclass(hint, (pydantic.BaseModel, dict, list, *_JSON_SCALARS))
+                                   or typing.is_typeddict(hint)):
+        return None
+    return hint
 
 
 def _type_name(hint: Any) -> str:

@@ -40,7 +40,8 @@ __all__ = [
 MAX_LISTED_FIELD_ERRORS = 10
 _MAX_LOC_CHARS = 80
 
-ToolOutput: TypeAlias = ToolResult | str | dict[str, Any] | list[Any] | None
+ToolOutput: TypeAlias = ToolResult | str | int | float | dict[str, Any] | list[Any] | BaseModel | None
+"""What ``execute`` may return; a number or bool is delivered as ``{"result": value}``."""
 
 
 class StrictInput(BaseModel):
@@ -125,8 +126,9 @@ class Tool(ABC, Generic[InputT]):
 
     Set ``name``, ``description`` and ``input_type`` (inferred from ``Tool[X]``
     when omitted) and implement ``execute``. Return a ``ToolResult`` for full
-    control, or a ``str`` / ``dict`` / ``list`` / ``None`` for a success; raise to
-    fail (see ``agentloom.tools.normalise`` for how exceptions are classified).
+    control, or a JSON value (``str``, number, ``bool``, ``dict``, ``list``, ``None``, a
+    pydantic model) for a success; raise to fail (see ``agentloom.tools.normalise`` for how
+    exceptions are classified).
     """
 
     name: ClassVar[str]
@@ -260,33 +262,52 @@ def _loc(loc: tuple[int | str, ...]) -> str:
 
 
 def _wrap_output(tool: str, output: object) -> ToolResult:
+    """A tool's return value as a result (docs/tools.md "Return values"): a ``ToolResult``
+    unchanged, ``str`` a text block, ``None`` no content, a ``dict`` or ``list`` a JSON block,
+    a number or boolean ``{"result": value}``, a pydantic model its JSON dump; anything else,
+    or a value holding what JSON cannot (a ``set``, ``bytes``, NaN, …), ``INVALID_TOOL_OUTPUT``."""
     if isinstance(output, ToolResult):
         return output
     if output is None or isinstance(output, str):
         return ToolResult.success(output)
-    if isinstance(output, dict | list):
+    kind = type(output).__name__
+    value: object = output
+    if isinstance(output, BaseModel):
         try:
-            # Results are stored durably as JSON: refuse what cannot be stored now,
-            # not when the store trips over it later.
-            json.dumps(output, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            return _invalid_output(tool, f"its value is not JSON-serialisable ({exc})")
-        return ToolResult.success(output)
-    return _invalid_output(
-        tool, f"it returned {type(output).__name__}; return ToolResult, str, dict, list or None"
-    )
+            value = output.model_dump(mode="json")
+        except Exception as exc:  # a field pydantic cannot serialise
+            return _invalid_output(tool, kind, f"it cannot be dumped as JSON ({_one_line(exc)})")
+    elif isinstance(output, tuple):
+        value = list(output)
+    elif isinstance(output, bool | int | float):
+        value = {"result": output}
+    elif not isinstance(output, dict | list):
+        return _invalid_output(tool, kind, "it is not JSON; return a str, a number, a bool, a "
+                               "dict, a list, None, a pydantic model or a ToolResult")
+    try:
+        # Results are stored durably as JSON: refuse what cannot be stored now,
+        # not when the store trips over it later.
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return _invalid_output(tool, kind, f"it holds a value that is not JSON ({_one_line(exc)})")
+    return ToolResult.success(value)
 
 
-def _invalid_output(tool: str, why: str) -> ToolResult:
-    # The tool ran to completion, so its effects are whatever they were: unknown.
-    return ToolResult.unknown(
-        OperationError(
-            code="INVALID_TOOL_OUTPUT",
-            category="protocol",
-            message=f"tool {tool!r} finished but its output cannot be delivered: {why}",
-            external_outcome="unknown",
-        )
-    )
+def _invalid_output(tool: str, kind: str, why: str) -> ToolResult:
+    # The tool ran to its end and returned: whatever it did is done and known to have ended,
+    # so the call failed (``known``), never ``unknown`` (it did not vanish mid-way).
+    return ToolResult(status="failed", error=OperationError(
+        code="INVALID_TOOL_OUTPUT",
+        category="protocol",
+        message=f"tool {tool!r} ran but returned {kind}, which cannot be delivered: {why}",
+        phase="deliver",
+        external_outcome="known",
+        details={"tool": tool, "type": kind},
+    ))
+
+
+def _one_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
 def _input_type_from_bases(cls: type) -> type[StrictInput] | None:

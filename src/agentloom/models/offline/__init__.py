@@ -3,10 +3,12 @@ provider, so a run on them goes through the same gateway, hooks and persistence.
 
 - ``TestModel`` (``test``): deterministic. Offered tools and no tool result yet since the last
   user message → it calls every tool once, arguments generated from the tool's JSON Schema
-  (``example_arguments``). After it sees the results it answers with a summary of each result
-  and its status. Without tools it answers with a one-line echo. Asked for a schema
-  (``output_format``), its answer is ``example_arguments`` of the schema as JSON; asked for
-  ``json_object``, ``{"answer": <the text>}``.
+  (``example_arguments``) — except a tool whose required argument is a reference (``*_ref``,
+  as ``result_read``'s), called only with a ref a result of the turn handed out. After it sees
+  the results it answers with a summary of each result and its status. Without tools it
+  answers with a one-line echo. Asked for a schema (``output_format``), its answer is
+  ``example_arguments`` of the schema as JSON; asked for ``json_object``,
+  ``{"answer": <the text>}``.
 - ``ScriptModel`` (``script``): replays turns from a YAML script (format in docs/models.md). The
   turn is chosen by the number of assistant messages already in the request, so a retried or
   recovered call replays the same turn; ``expect`` checks the last message first. Running out of

@@ -18,11 +18,11 @@ def example_arguments(schema: Mapping[str, Any] | bool) -> Any:
     """A deterministic value valid against ``schema`` (JSON Schema 2020-12).
 
     Honoured: local ``$ref`` (``#/$defs/…``, ``#/definitions/…``), ``const``, ``enum``,
-    ``allOf`` (merged), ``anyOf`` / ``oneOf`` (first non-null branch), ``type`` (first non-null
-    of a list), required properties (optional ones are left out), nested objects and arrays,
-    ``minItems`` / ``maxItems`` / ``uniqueItems``, ``minLength`` / ``maxLength``, ``minimum`` /
-    ``maximum`` / exclusive bounds / ``multipleOf``, and common string ``format``s. Not
-    honoured: ``pattern`` and ``not``.
+    ``allOf`` (merged), ``anyOf`` / ``oneOf`` (first non-null branch, with the rest of the
+    schema), ``type`` (first non-null of a list), required properties (optional ones are left
+    out), nested objects and arrays, ``minItems`` / ``maxItems`` / ``uniqueItems``,
+    ``minLength`` / ``maxLength``, ``minimum`` / ``maximum`` / exclusive bounds /
+    ``multipleOf``, and common string ``format``s. Not honoured: ``pattern`` and ``not``.
     """
     root = schema if isinstance(schema, Mapping) else {}
     return _generate(schema, root, "value", 0, 0)
@@ -63,7 +63,11 @@ def _generate(schema: Any, root: Mapping[str, Any], name: str, index: int, depth
         branches = schema.get(key)
         if isinstance(branches, list) and branches:
             usable = [b for b in branches if not (isinstance(b, Mapping) and b.get("type") == "null")]
-            return _generate((usable or branches)[0], root, name, index, depth + 1)
+            branch = (usable or branches)[0]
+            rest = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+            if rest:  # the branch applies beside the rest (``oneOf: [{required: [argv]}, …]``)
+                branch = _merge_all({**rest, "allOf": [branch]}, root)
+            return _generate(branch, root, name, index, depth + 1)
     kind = _kind(schema)
     if kind == "object":
         props = schema.get("properties") or {}

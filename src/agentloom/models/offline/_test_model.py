@@ -1,6 +1,11 @@
 """``TestModel``, the deterministic offline model ``test``: it calls every offered tool once
 with ``example_arguments``, then summarises the results it is shown (``result_status``).
 
+It never invents a reference: a tool with a required reference argument (a property named
+``ref`` or ending in ``_ref``, as ``result_read``'s ``result_ref``) is left out of the first
+round, and called only once a result of this turn handed out a result ref (``res:…``), with
+that ref — one more round of calls (one at most) before the summary.
+
 Owns: what the ``test`` model answers. Does not own: streaming it (``_common``) or the values
 it generates from a schema (``_examples``).
 """
@@ -9,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -31,9 +37,10 @@ from agentloom.models.types import (
     ProviderEvent,
     StructuredFormat,
     ToolCall,
+    ToolDef,
     named_schema,
 )
-from agentloom.results import SIDE_EFFECTS_NOT_ROLLED_BACK
+from agentloom.results import RESULT_REF_PREFIX, SIDE_EFFECTS_NOT_ROLLED_BACK, parse_result_ref
 
 __all__ = ["TestModel", "result_status"]
 
@@ -88,8 +95,10 @@ class TestModel:
         results = [m for m in messages[last_user + 1 :] if m.role == "tool"]
         reasoning = None
         calls: tuple[ToolCall, ...] = ()
-        if request.tools and not results:
-            turn = sum(1 for m in messages if m.role == "user")
+        turn = sum(1 for m in messages if m.role == "user")
+        usable = [t for t in request.tools if _reference_argument(t.parameters) is None]
+        reads = _reference_calls(request.tools, messages[last_user + 1 :], turn)
+        if usable and not results:
             calls = tuple(
                 ToolCall(
                     id=f"call_{turn}_{i}",
@@ -97,10 +106,14 @@ class TestModel:
                     arguments=sorted_json(example_arguments(tool.parameters)),
                     index=i,
                 )
-                for i, tool in enumerate(request.tools)
+                for i, tool in enumerate(usable)
             )
             text = ""
             reasoning = f"calling {len(calls)} tool(s) once each" if self.reasoning else None
+        elif reads:
+            calls = reads
+            text = ""
+            reasoning = f"reading {len(calls)} result ref(s)" if self.reasoning else None
         elif results:
             text = _summary(messages, results)
             reasoning = f"read {len(results)} tool result(s)" if self.reasoning else None
@@ -128,6 +141,44 @@ class TestModel:
 
     async def aclose(self) -> None:
         """Nothing to release: no connection was ever opened."""
+
+
+_REF_TEXT = re.compile(r"(?<![A-Za-z0-9_])" + re.escape(RESULT_REF_PREFIX)
+                       + r"[A-Za-z0-9_.:-]*[A-Za-z0-9_-]")
+"""A result ref in a tool message's text (``res:<operation id>[:<part>]``)."""
+
+
+def _reference_argument(parameters: Mapping[str, Any]) -> str | None:
+    """The required argument of a tool's schema that names an existing thing by reference
+    (``ref`` or ``*_ref``): the test model cannot make one up."""
+    properties = parameters.get("properties") or {}
+    for name in parameters.get("required") or ():
+        if isinstance(name, str) and (name == "ref" or name.endswith("_ref")) \
+                and isinstance(properties, Mapping) and isinstance(properties.get(name), Mapping) \
+                and properties[name].get("type") == "string":
+            return name
+    return None
+
+
+def _reference_calls(tools: Sequence[ToolDef], turn_messages: Sequence[Message],
+                     turn: int) -> tuple[ToolCall, ...]:
+    """The one round of reference calls of a turn: each reference tool once with each result
+    ref the turn's tool results handed out. None once the turn made that round, so a read
+    that hands out a ref of its own (a long read) is never read in turn."""
+    readers = {t.name for t in tools if _reference_argument(t.parameters) is not None}
+    if any(c.name in readers for m in turn_messages for c in m.tool_calls):
+        return ()
+    refs = list(dict.fromkeys(
+        ref for m in turn_messages if m.role == "tool"
+        for ref in _REF_TEXT.findall(m.content or "") if parse_result_ref(ref) is not None))
+    calls: list[ToolCall] = []
+    for tool in (t for t in tools if t.name in readers):
+        name = _reference_argument(tool.parameters)
+        for ref in refs:
+            arguments = sorted_json({**example_arguments(tool.parameters), name: ref})
+            calls.append(ToolCall(id=f"call_{turn}_ref_{len(calls)}", name=tool.name,
+                                  arguments=arguments, index=len(calls)))
+    return tuple(calls)
 
 
 def _formatted(text: str, fmt: Any) -> str:
