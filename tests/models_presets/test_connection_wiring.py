@@ -19,6 +19,12 @@ MODELS = {
     "glm": "glm-5.2",
     "aliyun": "qwen-plus",
     "minimax": "MiniMax-M2.5",
+    "anthropic": "claude-sonnet-4-5",
+    "gemini": "gemini-2.5-flash",
+    "openrouter": "openai/gpt-5",
+    "ollama": "qwen3:8b",
+    "vllm": "Qwen/Qwen3-8B",
+    "lmstudio": "qwen/qwen3-8b",
 }
 
 

@@ -31,8 +31,9 @@ def write(tmp_path: Path, data: Any, name: str = "deepseek") -> Path:
     return path
 
 
-def test_the_shipped_presets_are_the_documented_five_providers_plus_responses() -> None:
-    assert list_presets() == ("aliyun", "deepseek", "glm", "minimax", "openai", "openai-responses")
+def test_the_shipped_presets_are_the_documented_providers_plus_responses() -> None:
+    assert list_presets() == ("aliyun", "anthropic", "deepseek", "gemini", "glm", "lmstudio", "minimax",
+                              "ollama", "openai", "openai-responses", "openrouter", "vllm")
 
 
 @pytest.mark.parametrize("name", list_presets())
@@ -41,8 +42,12 @@ def test_every_shipped_preset_loads_with_a_version_and_a_default_endpoint(name: 
     assert preset.name == name
     assert isinstance(preset.version, int) and preset.version >= 1
     assert shipped(name)["version"] == preset.version
-    assert preset.endpoint().base_url.startswith("https://")
-    assert preset.endpoint().api_key_env.endswith("_API_KEY")
+    endpoint = preset.endpoint()
+    if endpoint.api_key_env is None or endpoint.api_key_optional:  # local servers (issue 36 (6))
+        assert endpoint.base_url.startswith("http://localhost:")
+    else:
+        assert endpoint.base_url.startswith("https://")
+        assert endpoint.api_key_env.endswith("_API_KEY")
     assert len(preset.digest) == 64
 
 
@@ -68,9 +73,9 @@ def test_an_unknown_variant_names_the_ones_that_exist() -> None:
 
 def test_an_unknown_preset_names_the_known_ones() -> None:
     with pytest.raises(
-        ConfigError, match=r"unknown model preset 'anthropic'; known presets: aliyun, deepseek"
+        ConfigError, match=r"unknown model preset 'claude'; known presets: aliyun, anthropic, deepseek"
     ):
-        load_preset("anthropic")
+        load_preset("claude")
     with pytest.raises(ConfigError, match="unknown model preset"):
         load_preset("../openai")
 

@@ -29,8 +29,9 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from agentloom.errors import ConfigError
-from agentloom.models.connect import connection_for
+from agentloom.models.connect import connection_for, key_rule
 from agentloom.models.ports import Connection
+from agentloom.models.presets import load_preset
 
 __all__ = ["ModelRoutes", "RouteSnapshot", "route_connections"]
 
@@ -61,8 +62,10 @@ def route_connections(snapshot: Mapping[str, Any], *,
     project = snapshot.get("project")
     found: dict[str, Connection] = {}
     for agent, entry in dict(snapshot.get("agents") or {}).items():
-        variable = entry["api_key_env"]
-        if not env.get(variable):
+        variable = entry["api_key_env"]  # None: the endpoint takes no key
+        rule = key_rule(load_preset(entry["preset"]).endpoint(entry["variant"]),
+                        base_url=entry["base_url"], api_key_env=variable)
+        if variable and rule.required and not env.get(variable):
             raise ConfigError(
                 f"projects.{project}.connections.{entry['connection']}: the environment variable "
                 f"{variable!r} is not set or is empty in this process; the runs of project "

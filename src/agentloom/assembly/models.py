@@ -22,7 +22,7 @@ from agentloom.config import (
 )
 from agentloom.errors import ConfigError
 from agentloom.models.budget import build_descriptor
-from agentloom.models.connect import connection_for
+from agentloom.models.connect import connection_for, key_rule
 from agentloom.models.offline import ScriptModel, TestModel
 from agentloom.models.ports import Connection, ModelAdapter
 from agentloom.models.presets import load_preset
@@ -77,9 +77,11 @@ def model_source(
     name = choice.connection
     connection = config.connections[name]
     variant = choice.variant or "default"
-    variable = connection.api_key_env or load_preset(connection.preset).endpoint(variant).api_key_env
+    rule = key_rule(load_preset(connection.preset).endpoint(variant), base_url=connection.base_url,
+                    api_key_env=connection.api_key_env)
+    variable = rule.variable
     env = os.environ if environ is None else environ
-    if not env.get(variable):
+    if variable is not None and rule.required and not env.get(variable):
         where = key_path(("connections", name, "api_key_env"))
         why = "" if connection.api_key_env else f" (not set: preset {connection.preset!r} uses {variable})"
         raise ConfigError(
@@ -87,7 +89,7 @@ def model_source(
             f"before running ({at} uses connection {name!r})", code="MODEL_API_KEY_MISSING")
     try:
         return connection_for(connection.preset, model=choice.name, variant=variant,
-                              base_url=connection.base_url, api_key_env=variable, environ=env,
+                              base_url=connection.base_url, api_key_env=connection.api_key_env, environ=env,
                               config_name=name)
     except ConfigError as exc:
         raise ConfigError(f"{at}: {exc.error.message}", code=exc.code) from None

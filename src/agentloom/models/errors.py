@@ -304,9 +304,13 @@ def _url_hint(connection: Connection | None) -> str:
 def _key_hint(connection: Connection | None) -> str:
     if connection is None:
         return ""
+    where = f" (connections.{connection.config_name}.api_key_env)" if connection.config_name else ""
+    if not connection.api_key:  # a keyless connection (models.connect.key_rule): nothing was sent
+        variable = f"export {connection.api_key_env!r}" if connection.api_key_env else "name one"
+        return (f"; the connection sent no API key because none is required here; if the server "
+                f"wants one, {variable}{where or ' with api_key_env'}")
     if connection.api_key_env is None:
         return "; check the connection's API key"
-    where = f" (connections.{connection.config_name}.api_key_env)" if connection.config_name else ""
     return (f"; check the API key in the environment variable {connection.api_key_env!r}{where}: "
             "it may be wrong, expired or not allowed to use this model")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agentloom.models.adapters.openai_chat import OpenAIAdapterBase, chat_reasoning_effort
+from agentloom.models.adapters.openai_chat import OpenAIAdapterBase, auth_override, chat_reasoning_effort
 from agentloom.models.codec import plain
 from agentloom.models.errors import MODEL_STREAM_ERROR, failure
 from agentloom.models.ports import AttemptInfo, Connection
@@ -145,7 +145,8 @@ class OpenAIResponsesAdapter(OpenAIAdapterBase):
         model = body.pop("model", connection.model)
         body.pop("stream", None)
         try:
-            stream = await self.client.responses.create(model=model, stream=True, extra_body=body)
+            stream = await self.client.responses.create(model=model, stream=True, extra_body=body,
+                                                        extra_headers=auth_override(connection))
         except Exception as exc:
             raise self._failure(exc, sent=True) from exc
         items = _Items()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import importlib.resources
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from functools import cache
@@ -31,6 +32,7 @@ from agentloom.yamlfile import load_yaml
 __all__ = ["list_presets", "load_preset", "load_preset_file", "parse_preset"]
 
 _PACKAGE = "agentloom.models.preset_data"
+NAME_ENV = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
 def list_presets() -> tuple[str, ...]:
@@ -134,6 +136,14 @@ def _semantic_problems(p: PresetFile) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     if "default" not in p.variants:
         problems.append(("variants", "must include a 'default' variant"))
+    for variant, endpoint in p.variants.items():
+        if endpoint.api_key_optional and endpoint.api_key_env is None:
+            problems.append((f"variants.{variant}.api_key_optional",
+                             "needs api_key_env (the variable read when it is set)"))
+    for header, variable in p.request.headers_env.items():
+        if not NAME_ENV.match(variable):
+            problems.append((f"request.headers_env.{header}",
+                             f"must name an environment variable such as APP_URL, not {variable!r}"))
     if "think_effort" in caps and p.think.effort is None:
         problems.append(("think.effort", "is required when capabilities include think_effort"))
     if "think_toggle" in caps and not (p.think.enabled and p.think.disabled):

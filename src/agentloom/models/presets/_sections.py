@@ -69,10 +69,17 @@ def _read_only(value: dict[Any, Any]) -> Mapping[Any, Any]:
 
 
 class Endpoint(_Section):
-    """Where one variant lives and which environment variable holds its API key."""
+    """Where one variant lives and which environment variable holds its API key.
+
+    ``api_key_env`` ``None``: the endpoint takes no key (a local server such as Ollama).
+    ``api_key_optional``: the key is sent when the variable is set and not required when it
+    is not (a local server that only checks a key when started with one, e.g. vLLM
+    ``--api-key``). Whether a connection needs its key is decided in ``models.connect``.
+    """
 
     base_url: str = Field(pattern=r"^https?://")
-    api_key_env: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$")
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Z][A-Z0-9_]*$")
+    api_key_optional: bool = False
 
 
 class EffortMapping(_Section):
@@ -124,12 +131,16 @@ class HistoryRules(_Section):
 
 class RequestRules(_Section):
     """How a provider wants a Chat request: the name of its max-tokens parameter, how to ask
-    for usage in a stream, and fixed body fields (plus those sent only with tools)."""
+    for usage in a stream, fixed body fields (plus those sent only with tools) and optional
+    headers read from the environment."""
 
     max_tokens_param: str = Field(min_length=1)
     stream_usage: StreamUsageMode
     body: dict[str, Any] = Field(default_factory=dict)
     body_with_tools: dict[str, Any] = Field(default_factory=dict)
+    # Optional HTTP headers, each sent when its environment variable is set (header → variable),
+    # e.g. OpenRouter's attribution headers.
+    headers_env: dict[str, str] = Field(default_factory=dict)
 
 
 class UsageMapping(_Section):

@@ -1,8 +1,9 @@
 """A scripted OpenAI-compatible server: real HTTP on 127.0.0.1, for tests and benchmarks.
 
 It serves ``POST /v1/chat/completions`` (streaming and not), ``POST /v1/responses``
-(streaming) and ``GET /v1/models``, speaking the real wire format the ``openai`` SDK
-reads (SSE over chunked HTTP/1.1). A test scripts a queue of *turns*; each model request
+(streaming) and ``GET /v1/models`` — also under another base path, e.g. LM Studio's
+``/api/v0/…`` — speaking the real wire format the ``openai`` SDK reads (SSE over chunked
+HTTP/1.1). Guide: docs/testing.md. A test scripts a queue of *turns*; each model request
 takes the next turn and plays its *steps* in order::
 
     with ScriptedOpenAIServer() as srv:

@@ -84,7 +84,7 @@ class ScriptHandler(BaseHTTPRequestHandler):
         owner = self.server.owner
         path = self.path.split("?", 1)[0]
         owner._record(self, b"", None)
-        if path.rstrip("/") in ("/v1/models", "/models"):
+        if path.rstrip("/").endswith("/models"):  # /v1/models, or a base such as /api/v0
             self._json(200, {"object": "list", "data": list(owner.models)})
         else:
             self._json(404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}})
@@ -98,7 +98,7 @@ class ScriptHandler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         path = self.path.split("?", 1)[0].rstrip("/")
-        if path not in ("/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses"):
+        if not path.endswith(("/chat/completions", "/responses")):  # under any base path
             owner._record(self, raw, body)
             self._json(404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}})
             return
