@@ -265,9 +265,10 @@ CASES = {
     "tool_listed_twice": (
         AGENT + "    model: {builtin: test}\n    tools: [fs.read, exec, fs.read]\n",
         "agents.main.tools[2]: 'fs.read' is listed twice (also at [0]); remove one"),
-    "result_read_listed": (
-        AGENT + "    model: {builtin: test}\n    tools: [result.read]\n",
-        "agents.main.tools[0]: 'result.read' is offered to every agent already; remove it"),
+    "skill_read_listed_without_skills": (
+        AGENT + "    model: {builtin: test}\n    tools: [skill.read]\n",
+        "agents.main.tools[0]: 'skill.read' comes with skills: an agent with skills: gets "
+        "skill.list and skill.read; add skills: or remove it"),
     "unknown_connection": (
         AGENT + "    model: {connection: loca, name: m}\n",
         "agents.main.model.connection: no connection named 'loca'; did you mean 'local'? defined: local"),

@@ -34,7 +34,7 @@ from agentloom.assembly.models import (
 )
 from agentloom.assembly.tools import agent_tools
 from agentloom.catalog import CapabilitySpec
-from agentloom.config import Config, Problem, config_error, key_path
+from agentloom.config import AUTO_TOOLS, Config, Problem, config_error, key_path
 from agentloom.errors import ConfigError
 from agentloom.pipeline.ports import CapabilityHandler
 from agentloom.sandbox.ports import SandboxBackend
@@ -160,13 +160,15 @@ def _release_skills(config: Config, url: str) -> dict[str, tuple[SkillVersion, .
 def _with_skills(tools: list[AgentTool], versions: tuple[SkillVersion, ...],
                  ) -> tuple[AgentTool, ...]:
     """The agent's tools narrowed by its skills' ``allowed-tools`` / ``disallowed-tools``, plus
-    ``skill.list`` and ``skill.read`` when it has skills."""
+    ``skill.list`` and ``skill.read`` when it has skills. The capabilities it gets without
+    listing them (``AUTO_TOOLS``) are added here or by the kernel, once, listed or not."""
+    tools = [t for t in tools if not (isinstance(t, str) and t in AUTO_TOOLS)]
     if not versions:
         return tuple(tools)
     keys = [tool_key(t) for t in tools]
     kept = narrowed_keys(keys, versions)
     narrowed = [t for t, k in zip(tools, keys, strict=True) if k in kept]
-    return (*narrowed, *(k for k in SKILL_TOOLS if k not in keys))
+    return (*narrowed, *SKILL_TOOLS)
 
 
 def bind_skills(runtime: Runtime, specs: list[AgentSpec]) -> None:

@@ -6,34 +6,39 @@ The store is chosen as for ``runs``: ``--store URL`` > ``$AGENTLOOM_STORE`` > th
 ``--config CONFIG`` > ``sqlite:///.agentloom/agentloom.db``. ``import`` creates the store when
 it does not exist; ``list`` and ``show`` only read one. ``import --config CONFIG`` without
 SOURCE imports the config's ``skills:`` sources and checks its agents' ``skills:`` names.
-A refused import exits 2 (``SKILL_*`` codes) and stores nothing.
+A refused import exits 2 (``SKILL_*`` codes) and stores nothing. ``import_changed_skills`` is
+what ``agentloom run`` and ``serve`` do first: the ``path`` sources whose content changed.
 """
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from agentloom.assembly import store_url_for
 from agentloom.cli.errors import EXIT_OK, UsageFailure
-from agentloom.cli.output import print_json, say, setup_logging, stdout_console
+from agentloom.cli.output import print_json, say, setup_logging, stderr_console, stdout_console
 from agentloom.cli.stores import open_existing_store, resolve_store_url, sqlite_path
 from agentloom.cli.terminal import printable
-from agentloom.config import load_config
+from agentloom.config import Config, load_config
 from agentloom.skills import (
     ImportReport,
     SkillImportError,
     SkillVersion,
     SourceSpec,
+    import_changed_paths,
     import_configured,
     import_skills,
     list_skills,
     skill_history,
 )
+from agentloom.skills.errors import FIELD_UNKNOWN
 from agentloom.store import open_store
 
-__all__ = ["skills_app"]
+__all__ = ["import_changed_skills", "skills_app"]
 
 skills_app = typer.Typer(no_args_is_help=True, help="Import Agent Skills (folders, archives, "
                          "pinned git commits) and inspect their versions.")
@@ -49,6 +54,36 @@ _CONFIG = Annotated[Path | None, typer.Option(
 
 def _refused(exc: SkillImportError) -> UsageFailure:
     return UsageFailure(exc.error.message, code=exc.code)
+
+
+def import_changed_skills(config: Config, store: str | None = None) -> None:
+    """Import the ``path`` sources of ``config.skills`` whose content changed since their last
+    import (``skills.configured.import_changed_paths``: the checks and versions of ``skills
+    import``), into the store the runtime will use (``store``: as ``runtime_from_config``), and
+    say one line per skill whose current version changed on stderr. ``git`` sources are left to
+    ``agentloom skills import``. A refusal exits 2 (``SKILL_*``), naming ``skills[i]``."""
+    if not any(entry.path is not None for entry in config.skills):
+        return
+    opened = open_store(store_url_for(config, store))
+    try:
+        changed = import_changed_paths(config, opened)
+    except SkillImportError as exc:
+        if exc.code == FIELD_UNKNOWN:  # run has no --allow-unknown: skills import has
+            head = exc.error.message.split("; remove them", 1)[0]
+            raise UsageFailure(f"{head}; remove them, or import it once with them ignored: "
+                               f"agentloom skills import --config {shlex.quote(config.origin)} "
+                               "--allow-unknown (later runs keep that version until the folder "
+                               "changes)", code=exc.code) from None
+        raise _refused(exc) from None
+    finally:
+        opened.close()
+    err = stderr_console()
+    for skill in changed:
+        short = f"sha256:{skill.digest[:12]}"
+        say(err, f"skill {skill.name!r} imported from {printable(skill.source)}: version {short}"
+            if skill.change == "new" else
+            f"skill {skill.name!r} from {printable(skill.source)}: back to version {short} "
+            "(imported before)")
 
 
 @skills_app.command("import")

@@ -11,6 +11,7 @@ parser, and turning a configuration into runtime parts — both at build time, i
 """
 
 from agentloom.config._problems import Problem, config_error, did_you_mean, key_path
+from agentloom.config.agents import AUTO_TOOLS
 from agentloom.config.loader import load_config, parse_config
 from agentloom.config.model import (
     BUILTIN_TOOLS,
@@ -34,6 +35,7 @@ from agentloom.config.model import (
 )
 
 __all__ = [
+    "AUTO_TOOLS",
     "BUILTIN_TOOLS",
     "CONFIG_VERSION",
     "AgentConfig",

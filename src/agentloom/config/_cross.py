@@ -60,6 +60,11 @@ def cross_problems(config: Config) -> list[Problem]:
         _executor_problems(config, name, agent, at, problems)
         if agent.skills != "*":
             _duplicates(agent.skills, f"{at}.skills", problems)
+        if not agent.skills:  # skill.list / skill.read come with skills (config.agents.AUTO_TOOLS)
+            problems.extend(Problem(f"{at}.tools[{i}]", f"{tool!r} comes with skills: an agent "
+                                    "with skills: gets skill.list and skill.read; add skills: "
+                                    "or remove it") for i, tool in enumerate(agent.tools)
+                            if tool in ("skill.list", "skill.read"))
         for i, hook in enumerate(agent.hooks):
             where = f"{at}.hooks[{i}]"
             if isinstance(hook, SkillHooksConfig):

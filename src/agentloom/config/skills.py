@@ -8,7 +8,7 @@
       - {git: "https://example.org/team/skills.git", commit: <40 hex>, subdir: pdf}
     agents:
       main:
-        skills: [pdf, release-notes]          # or "*": every imported skill
+        skills: [pdf, release-notes]          # or "*" (or ["*"]): every imported skill
         hooks:
           - {skill: pdf}                      # bind every hook the skill 'pdf' declares
           - {skill: release-notes, hook: "PreToolUse[0].hooks[0]"}   # or just that one
@@ -24,7 +24,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from agentloom.config._problems import shown
 
 __all__ = ["AgentSkills", "SkillHooksConfig", "SkillSourceConfig", "skill_name"]
 
@@ -35,12 +37,37 @@ COMMIT = re.compile(r"^[0-9a-f]{40}$")
 def skill_name(value: str) -> str:
     if len(value) > 64 or not SKILL_NAME.match(value):
         raise ValueError(f"{value!r} is not a skill name (1-64 lowercase letters, digits and "
-                         "single '-'); write the name from its SKILL.md, or \"*\" for all")
+                         "single '-'); write the name from its SKILL.md")
     return value
 
 
-AgentSkills = Literal["*"] | tuple[Annotated[str, AfterValidator(skill_name)], ...]
-"""An agent's ``skills:``: skill names, or ``"*"`` for every imported skill."""
+def _every(value: object) -> object:
+    """``["*"]`` is ``"*"``; ``"*"`` beside names, or anything but names or ``"*"``, is refused
+    here, as one problem (not one per member of the union)."""
+    if value == "*":
+        return value
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"must be a list of skill names, or \"*\" for every imported skill "
+                         f"(got {shown(value)})")
+    if "*" in value:
+        if len(value) == 1:
+            return "*"
+        raise ValueError("\"*\" means every imported skill: write skills: \"*\" alone, or "
+                         "only names")
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise ValueError(f"[{i}] must be a skill name (got {shown(item)})")
+        try:
+            skill_name(item)
+        except ValueError as exc:
+            raise ValueError(f"[{i}] {exc}, or skills: \"*\" for every imported skill") from None
+    return value
+
+
+AgentSkills = Annotated[Literal["*"] | tuple[Annotated[str, AfterValidator(skill_name)], ...],
+                        BeforeValidator(_every)]
+"""An agent's ``skills:``: skill names, or ``"*"`` (also written ``["*"]``) for every imported
+skill."""
 
 
 class SkillSourceConfig(BaseModel):

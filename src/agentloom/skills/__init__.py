@@ -10,14 +10,21 @@ content-addressed versions in the store.
 
 Owns: sources and their URL policy, member checks (paths, links, types, sizes, zip-bomb
 ratio), the metadata policy, version digests and their rows, checking an agent's ``skills:``
-names and binding them to versions for a release (``configured``), their run-time use: the
+names, importing a config's changed ``path`` sources before a run and binding them to
+versions for a release (``configured``), their run-time use: the
 system-prompt listing, tool narrowing and ``/skills`` folders (``runtime``) and the
 ``skill.list`` / ``skill.read`` tools (``tools``). Does not own: the sandbox's mounts
 (``sandbox``), the hook schema the inert ``hooks`` resources will be bound through
 (``hooks``), the CLI (``cli/skills.py``).
 """
 
-from agentloom.skills.configured import AgentSkillSet, agent_skills, import_configured
+from agentloom.skills.configured import (
+    AgentSkillSet,
+    ChangedSkill,
+    agent_skills,
+    import_changed_paths,
+    import_configured,
+)
 from agentloom.skills.errors import SkillImportError
 from agentloom.skills.limits import DEFAULT_LIMITS, ImportLimits
 from agentloom.skills.manifest import Manifest, parse_manifest
@@ -35,6 +42,7 @@ from agentloom.skills.versions import (
 __all__ = [
     "DEFAULT_LIMITS",
     "AgentSkillSet",
+    "ChangedSkill",
     "ImportLimits",
     "ImportReport",
     "ImportedSkill",
@@ -47,6 +55,7 @@ __all__ = [
     "agent_skills",
     "file_bytes",
     "get_version",
+    "import_changed_paths",
     "import_configured",
     "import_skills",
     "list_skills",

@@ -14,7 +14,7 @@ The staging folder is deleted whatever happens.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -32,7 +32,13 @@ from agentloom.skills.errors import (
 )
 from agentloom.skills.limits import DEFAULT_LIMITS, ImportLimits
 from agentloom.skills.manifest import ENTRY, Manifest, parse_manifest
-from agentloom.skills.versions import SkillSource, SkillVersion, store_version, version_digest
+from agentloom.skills.versions import (
+    SkillSource,
+    SkillVersion,
+    get_version,
+    store_version,
+    version_digest,
+)
 from agentloom.store.ports import Store
 
 __all__ = ["ImportReport", "ImportedSkill", "SourceSpec", "import_skills"]
@@ -100,11 +106,15 @@ class ImportReport:
 
 def import_skills(spec: SourceSpec, store: Store, *, allow_unknown: bool = False,
                   limits: ImportLimits = DEFAULT_LIMITS,
-                  staging_parent: Path | None = None) -> ImportReport:
+                  staging_parent: Path | None = None,
+                  known_as_stored: bool = False) -> ImportReport:
     """Import every skill of ``spec`` into ``store`` (see the module docstring).
 
     ``staging_parent`` is where the private staging folder is made (default: the system's
-    temporary folder).
+    temporary folder). ``known_as_stored``: a skill folder whose content is already a stored
+    version of its name is that version, its front matter not read again (it passed when it
+    was imported, maybe with ``allow_unknown``) — what ``agentloom run`` imports with; every
+    member is still checked.
 
     Raises:
         SkillImportError: the source or one of its members or skills is refused; nothing
@@ -126,7 +136,8 @@ def import_skills(spec: SourceSpec, store: Store, *, allow_unknown: bool = False
             raise SkillImportError(NOT_FOUND, f"no {ENTRY} found in {source.location}"
                                    f"{' subdir ' + repr(spec.subdir) if spec.subdir else ''}")
         staged.resolve_links(dirs)
-        found = [_version(staged, d, prefix, root_name, source, allow_unknown) for d in dirs]
+        found = [_version(staged, d, prefix, root_name, source, allow_unknown,
+                          store if known_as_stored else None) for d in dirs]
         _unique(found)
         imported = []
         for version, folder in found:
@@ -185,21 +196,25 @@ def _skill_dirs(staged: Staging, prefix: str) -> list[str]:
 
 
 def _version(staged: Staging, folder: str, prefix: str, root_name: str, source: SkillSource,
-             allow_unknown: bool) -> tuple[SkillVersion, str]:
+             allow_unknown: bool, known: Store | None) -> tuple[SkillVersion, str]:
     inside = {p[len(folder) + 1:] if folder else p: x for p, x in staged.files.items()
               if not folder or p.startswith(folder + "/")}
     root = staged.root / folder if folder else staged.root
     shown = folder or root_name
+    own = SkillSource(kind=source.kind, location=source.location, commit=source.commit,
+                      subdir=source.subdir, folder=folder)
+    name = folder.rsplit("/", 1)[-1] if folder else root_name
+    digest, files = version_digest(root, inside)
+    if known is not None:
+        stored = get_version(known, digest)
+        if stored is not None and stored.name == name:
+            return replace(stored, source=own), folder
     try:
         text = (root / ENTRY).read_bytes().decode("utf-8")
     except UnicodeDecodeError:
         raise SkillImportError(MANIFEST_INVALID, f"{shown}/{ENTRY} is not UTF-8 text") from None
-    name = folder.rsplit("/", 1)[-1] if folder else root_name
     manifest: Manifest = parse_manifest(text, folder=shown, folder_name=name,
                                         allow_unknown=allow_unknown)
-    digest, files = version_digest(root, inside)
-    own = SkillSource(kind=source.kind, location=source.location, commit=source.commit,
-                      subdir=source.subdir, folder=folder)
     version = SkillVersion(digest=digest, name=manifest.name, description=manifest.description,
                            source=own, files=files, metadata=manifest.metadata,
                            hooks=manifest.hooks, unsupported=manifest.unsupported,

@@ -140,6 +140,10 @@ def store_version(store: Store, version: SkillVersion, root: Path) -> bool:
         StoreError: a commit failed.
     """
     existing = skill_rows.has_version(store, version.digest)
+    current_row = skill_rows.get_skill(store, version.name) if existing else None
+    if current_row is not None and current_row.digest == version.digest \
+            and current_row.data.get("source") == asdict(version.source):
+        return False  # already the current version, from this source: nothing to write
     now = time.time()
     if not existing:
         for file in version.files:
