@@ -42,6 +42,7 @@ from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.cancel import CancelToken
 from agentloom.errors import FencedOut
 from agentloom.kernel import Kernel, RunLease
+from agentloom.models.gateway import watch_deltas
 from agentloom.pipeline.context import InvocationContext
 from agentloom.refs import OwnerRef
 from agentloom.store.ports import Fence
@@ -101,6 +102,7 @@ class RunDriver:
 
     async def _main(self, live: LiveRun, history: Sequence[Any]) -> RunResult:
         run_id = live.lease.run_id
+        watch_deltas(live.observe_delta)  # this task's model calls: ``model.delta``, if asked
         watcher = asyncio.ensure_future(self._watch(live))
         try:
             program = self.roster.programs.get(live.data["agent"])

@@ -160,6 +160,10 @@ class RunEndings:
         waiting = {"since": time.time(), "question": pending.question,
                    "operation_ids": [c["operation_id"] for c in calls], "calls": list(calls)}
         parked = await self.park(live, "waiting", {"waiting": waiting})
+        for c in pending.calls:  # as ``runs events`` and the host's stream show it (from the store)
+            live.emit(RunEvent("run.waiting", run_id, time.time(), {
+                "approval_id": c.operation_id, "operation_id": c.operation_id,
+                "capability": c.capability_key, "question": c.question, "deadline": c.deadline}))
         # an answer given before the run was ``waiting`` found it running: queue it now
         if await requeue_if_answered(self.kernel.store, self.kernel.coordinator.commit, run_id):
             return replace(parked, status="pending")

@@ -22,259 +22,68 @@ type                                          payload
 ``model.call.started`` / ``.completed``       ``ModelCallStarted`` / ``ModelCallCompleted``
 ``tool.call.started`` / ``.completed``        ``ToolCallStarted`` / ``ToolCallCompleted``
 ``delegation.call.started`` / ``.completed``  ``ToolCallStarted`` / ``ToolCallCompleted``
+``run.waiting``                               ``RunWaiting`` (one per call a person is asked)
+``run.resumed``                               ``RunResumed`` (stored; the answer that let it go on)
 ``run.finished``                              ``RunFinished``
 ``context.compacted`` (live only)             ``ContextCompacted``
 ``hook.warning`` (live only)                  ``HookWarning``
 ``node.started`` / ``.completed``             ``NodeStarted`` / ``NodeCompleted`` (workflows)
 ``node.waiting`` (live only)                  ``NodeCompleted``
+``model.delta`` (live, asked for only)        ``ModelDelta``
 ============================================  =============================================
-"""
 
+``model.delta`` is the one exception to "no token deltas": a piece of a model's text or
+reasoning as it arrives, given only to a subscriber that asks for it
+(``RunHandle.events(deltas=True)``), never stored, never seen by hooks (000 §4).
+"""
 from __future__ import annotations
 
-import dataclasses
-import functools
 import re
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, assert_never
+from collections.abc import Mapping
+from typing import Any, assert_never
 
+from agentloom.agent.event_types import (
+    PAYLOADS,
+    TERMINAL,
+    CallStatus,
+    ContextCompacted,
+    EventData,
+    EventSink,
+    HookWarning,
+    ModelCallCompleted,
+    ModelCallStarted,
+    ModelDelta,
+    NodeCompleted,
+    NodeStarted,
+    RunEvent,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    RunWaiting,
+    ToolCallCompleted,
+    ToolCallStarted,
+)
 from agentloom.models.gateway import response_from_dict
 from agentloom.models.types import ModelResponse
 from agentloom.pipeline.records import stored_envelope
-from agentloom.results import (
-    TERMINAL_RUN_STATUSES,
-    JsonBlock,
-    OperationResult,
-    TerminalRunStatus,
-    ToolResult,
-)
+from agentloom.results import JsonBlock, OperationResult, ToolResult
 from agentloom.store import Store
+from agentloom.store.approvals import ApprovalRecord, run_approvals
 from agentloom.store.records import OperationRecord, get_run, operations
 from agentloom.store.workflow_nodes import node_records
 
 __all__ = [
     "PAYLOADS", "TERMINAL", "CallStatus", "ContextCompacted", "EventData", "EventSink",
-    "HookWarning", "ModelCallCompleted", "ModelCallStarted", "NodeCompleted", "NodeStarted",
-    "RunEvent", "RunFinished",
-    "RunStarted", "ToolCallCompleted", "ToolCallStarted", "command_failure", "envelope_status",
-    "run_events", "stored_response", "summary_of",
+    "HookWarning", "ModelCallCompleted", "ModelCallStarted", "ModelDelta", "NodeCompleted",
+    "NodeStarted", "RunEvent", "RunFinished", "RunResumed", "RunStarted", "RunWaiting",
+    "ToolCallCompleted", "ToolCallStarted", "command_failure", "envelope_status", "run_events",
+    "stored_response", "summary_of",
 ]
-
-CallStatus = Literal["succeeded", "failed", "denied", "unknown", "cancelled"]
-"""A call's status in an event: its envelope's outcome, both denials as ``denied``."""
-
-TERMINAL = TERMINAL_RUN_STATUSES
-"""The statuses a run ends with (``agentloom.results.TERMINAL_RUN_STATUSES``)."""
 
 SUMMARY_LIMIT = 200
 SUMMARY_WINDOW = 16 * SUMMARY_LIMIT  # characters of a result looked at for its summary
 COMMAND_TAIL = 300  # characters of a failed command's output its summary ends with …
 COMMAND_LINES = 5  # … and at most this many of its last lines
-
-
-# -- payloads ------------------------------------------------------------------------------
-
-
-class EventData(Mapping[str, Any]):
-    """The payload of one event type: a frozen dataclass whose fields are its keys, every one
-    always present (``None`` when not known), read as a mapping too (``data["status"]``).
-    Payloads are declared ``eq=False``: they compare as mappings, equal to a dict with the
-    same items."""
-
-    __slots__ = ()
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in _keys(type(self)):
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_keys(type(self)))
-
-    def __len__(self) -> int:
-        return len(_keys(type(self)))
-
-
-@functools.cache
-def _keys(cls: type[EventData]) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class RunStarted(EventData):
-    """``run.started``."""
-
-    agent: str | None = None
-    task: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class RunFinished(EventData):
-    """``run.finished``: the run's end as ``RunResult.to_dict`` gives it (``error`` is an
-    ``OperationError.to_dict``; ``workspace`` the folder kept after the run, if any)."""
-
-    status: TerminalRunStatus | None = None
-    output: Any = None
-    error: Mapping[str, Any] | None = None
-    steps: int | None = None
-    workspace: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class ModelCallStarted(EventData):
-    """``model.call.started``: ``turn`` of the invocation of ``role``; ``purpose`` is
-    ``compaction`` for a summarising call."""
-
-    role: str | None = None
-    turn: int | None = None
-    logical_key: str | None = None
-    operation_id: str | None = None
-    capability: str | None = None
-    purpose: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class ModelCallCompleted(ModelCallStarted):
-    """``model.call.completed``: the call's real ``status``; ``error_code`` when it failed,
-    ``finish_reason`` and the number of ``tool_calls`` when it answered."""
-
-    status: CallStatus | None = None
-    attempts: int | None = None
-    error_code: str | None = None
-    finish_reason: str | None = None
-    tool_calls: int | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class ToolCallStarted(EventData):
-    """``tool.call.started`` / ``delegation.call.started``, keyed by the model's ``call_id``."""
-
-    role: str | None = None
-    call_id: str | None = None
-    capability: str | None = None
-    operation_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class ToolCallCompleted(ToolCallStarted):
-    """``tool.call.completed`` / ``delegation.call.completed``: the call's real ``status`` and
-    a ``summary`` taken from its actual result."""
-
-    status: CallStatus | None = None
-    attempts: int | None = None
-    summary: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class ContextCompacted(EventData):
-    """``context.compacted`` (live only): older turns of ``role`` were summarised."""
-
-    role: str | None = None
-    turn: int | None = None
-    replaced: int | None = None
-    messages_before: int | None = None
-    messages_after: int | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class HookWarning(EventData):
-    """``hook.warning`` (live only; ``runs show`` lists them as ``warnings``): a hook failed,
-    could not decide or had its patch dropped."""
-
-    operation_id: str | None = None
-    capability: str | None = None
-    hook_id: str | None = None
-    timing: str | None = None
-    status: str | None = None
-    code: str | None = None
-    message: str | None = None
-    denied: bool | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class NodeStarted(EventData):
-    """``node.started``: an activation of a workflow node (issue 20), keyed by its ``call_id``
-    (``<node>#<attempt>``, also the call id of the node's call)."""
-
-    workflow: str | None = None
-    node: str | None = None
-    attempt: int | None = None
-    call_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class NodeCompleted(NodeStarted):
-    """``node.completed``: the node's real ``status`` (``succeeded`` / ``failed``), its call's
-    ``operation_id`` and ``error_code`` when it failed. ``node.waiting`` (live only): the
-    node waits for a person; ``reason`` says why."""
-
-    operation_id: str | None = None
-    status: str | None = None
-    error_code: str | None = None
-    reason: str | None = None
-
-
-PAYLOADS: Mapping[str, type[EventData]] = {
-    "node.started": NodeStarted,
-    "node.completed": NodeCompleted,
-    "node.waiting": NodeCompleted,
-    "run.started": RunStarted,
-    "run.finished": RunFinished,
-    "model.call.started": ModelCallStarted,
-    "model.call.completed": ModelCallCompleted,
-    "tool.call.started": ToolCallStarted,
-    "tool.call.completed": ToolCallCompleted,
-    "delegation.call.started": ToolCallStarted,
-    "delegation.call.completed": ToolCallCompleted,
-    "context.compacted": ContextCompacted,
-    "hook.warning": HookWarning,
-}
-"""The payload type of every event type."""
-
-
-def _typed(event_type: str, run_id: str, data: Mapping[str, Any]) -> EventData:
-    """``data`` as the payload of ``event_type``.
-
-    Raises:
-        ValueError: an unknown event type, or a key its payload does not have.
-    """
-    cls = PAYLOADS.get(event_type)
-    if cls is None:
-        raise ValueError(f"unknown run event type {event_type!r}; known: {sorted(PAYLOADS)}")
-    if type(data) is cls:
-        return data
-    items = dict(data)
-    if items.get("run_id", run_id) == run_id:  # carried once, by the event
-        items.pop("run_id", None)
-    unknown = sorted(set(items) - set(_keys(cls)))
-    if unknown:
-        raise ValueError(f"a {event_type} event has no keys {unknown}; its keys are "
-                         f"{list(_keys(cls))} ({cls.__name__})")
-    return cls(**items)
-
-
-@dataclass(frozen=True, slots=True)
-class RunEvent:
-    """One low-frequency run event (``run.started``, ``tool.call.completed``, …) as the run
-    handle and ``agentloom runs events`` show it: a type, the run, a time and its typed
-    payload ``data`` (``PAYLOADS[type]``; a plain mapping given here is typed) — never a
-    token delta or a message body (F14)."""
-
-    type: str
-    run_id: str
-    at: float
-    data: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "data", _typed(self.type, self.run_id, self.data))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event as JSON: ``type``, ``run_id``, ``at`` and every key of its payload."""
-        return {"type": self.type, "run_id": self.run_id, "at": self.at, **self.data}
-
-
-EventSink = Callable[[RunEvent], None]
 
 
 # -- the stored projection -----------------------------------------------------------------
@@ -409,6 +218,7 @@ def run_events(store: Store, run_id: str) -> list[RunEvent]:
         events += (_model_events(run_id, op, store) if kind == "model"
                    else _call_events(run_id, kind, op, store))
     events += _node_events(store, run_id)
+    events += _approval_events(run_id, run_approvals(store, run_id))
     if run.ended is not None:  # ``error`` as stored: the JSON of an OperationError
         events.append(RunEvent("run.finished", run_id, run.updated_at, RunFinished(
             status=run.ended, output=run.output, error=run.data.get("error"), steps=run.steps,
@@ -437,4 +247,25 @@ def _node_events(store: Store, run_id: str) -> list[RunEvent]:
             events.append(RunEvent("node.completed", run_id, node.updated_at, NodeCompleted(
                 **base, operation_id=node.operation_id, status=node.status,
                 error_code=error.get("code"))))
+    return events
+
+
+def _approval_events(run_id: str, approvals: list[ApprovalRecord]) -> list[RunEvent]:
+    """``run.waiting`` for every call a person was asked about (when it was asked), and
+    ``run.resumed`` at each answer after which none of the run's calls waited any more."""
+    events = [RunEvent("run.waiting", run_id, a.created_at, RunWaiting(
+        approval_id=a.operation_id, operation_id=a.operation_id, capability=a.capability_key,
+        question=a.question, deadline=a.deadline)) for a in approvals]
+    for a in approvals:
+        if a.answered_at is None:
+            continue
+        done = (a.answered_at, a.operation_id)
+        if any(b.created_at <= a.answered_at and (b.answered_at is None
+                                                  or (b.answered_at, b.operation_id) > done)
+               for b in approvals if b is not a):
+            continue  # another call of the run still waited: the run did not go on yet
+        events.append(RunEvent("run.resumed", run_id, a.answered_at, RunResumed(
+            approval_id=a.operation_id, operation_id=a.operation_id,
+            capability=a.capability_key, status=a.status, decision=a.answer, actor=a.actor,
+            reason=a.reason)))
     return events

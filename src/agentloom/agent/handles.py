@@ -16,6 +16,7 @@ cancel token, controls, subscribers, task, quota, draining flag). Does not own: 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
@@ -23,19 +24,25 @@ from typing import Any, Literal, Protocol, TypeVar
 from pydantic import BaseModel
 
 from agentloom.agent.controls import ControlState
-from agentloom.agent.events import RunEvent
+from agentloom.agent.events import ModelDelta, RunEvent
 from agentloom.agent.quota import TokenQuota
 from agentloom.agent.sessions import SessionError
 from agentloom.cancel import CancelToken
 from agentloom.errors import AgentLoomError, OperationError
 from agentloom.kernel import RunLease
+from agentloom.models.ports import OutputPiece
 from agentloom.results import TerminalRunStatus
 from agentloom.store.records import RunRecord
 
-__all__ = ["LiveRun", "RunControls", "RunError", "RunHandle", "RunResult", "RunResultStatus",
+__all__ = ["DELTA_BACKLOG", "LiveRun", "RunControls", "RunError", "RunHandle", "RunResult", "RunResultStatus",
            "SessionBusy", "ended_run"]
 
 _M = TypeVar("_M", bound=BaseModel)
+
+DELTA_BACKLOG = 256
+"""The most events a subscriber of ``model.delta`` may have waiting: past it, the next pieces
+are dropped for that subscriber (never for the run, never the other events), and the next
+piece it gets counts them (``dropped``). A slow reader never slows the model call."""
 
 RunResultStatus = TerminalRunStatus | Literal["waiting", "pending"]
 """How a run left this process: ended (a terminal status), ``waiting`` for a person's answer,
@@ -112,10 +119,29 @@ class LiveRun:
     task: asyncio.Task[RunResult] | None = None
     quota: TokenQuota | None = None  # the run tree's (the root agent's limit)
     draining: bool = False  # give the run back to the queue at its next step boundary
+    # the subscribers that asked for ``model.delta`` -> the pieces each missed since its last
+    deltas: dict[asyncio.Queue[RunEvent | None], int] = field(default_factory=dict)
 
     def emit(self, event: RunEvent) -> None:
         for queue in self.subscribers:
             queue.put_nowait(event)
+
+    def observe_delta(self, piece: OutputPiece) -> None:
+        """Give a piece of a model's output to the subscribers that asked for deltas, as a
+        ``model.delta`` event; a subscriber with ``DELTA_BACKLOG`` events waiting misses it.
+        Never blocks (the model call's stream calls it)."""
+        if not self.deltas:
+            return
+        at = time.time()
+        for queue, missed in self.deltas.items():
+            if queue.qsize() >= DELTA_BACKLOG:
+                self.deltas[queue] = missed + 1
+                continue
+            queue.put_nowait(RunEvent("model.delta", self.lease.run_id, at, ModelDelta(
+                role=piece.role, capability=piece.capability, purpose=piece.purpose,
+                operation_id=piece.operation_id, attempt=piece.attempt, kind=piece.kind,
+                text=piece.text, dropped=missed)))
+            self.deltas[queue] = 0
 
 
 class RunControls(Protocol):
@@ -144,13 +170,19 @@ class RunHandle:
     async def supplement(self, text: str) -> None:
         await self._runtime.supplement(self.run_id, text)
 
-    def events(self) -> AsyncIterator[RunEvent]:
+    def events(self, *, deltas: bool = False) -> AsyncIterator[RunEvent]:
         """Live events from this call on until the run ends (nothing for a run that already
         ended). The subscription starts when ``events()`` is called, not at the first
         iteration: ``events = handle.events()`` right after ``start`` misses nothing, even when
-        the iteration runs in another task."""
+        the iteration runs in another task.
+
+        ``deltas``: also the ``model.delta`` events — the model's text and reasoning in pieces
+        as they arrive (never stored; a reader that falls ``DELTA_BACKLOG`` events behind
+        misses pieces, counted in the next one's ``dropped``)."""
         queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
         self._live.subscribers.append(queue)
+        if deltas:
+            self._live.deltas[queue] = 0
         return self._follow(queue)
 
     async def _follow(self, queue: asyncio.Queue[RunEvent | None]) -> AsyncIterator[RunEvent]:
@@ -171,6 +203,7 @@ class RunHandle:
                 yield event
         finally:
             self._live.subscribers.remove(queue)
+            self._live.deltas.pop(queue, None)
 
 
 def ended_run(run: RunRecord, status: TerminalRunStatus) -> LiveRun:

@@ -328,10 +328,11 @@ class ReactLoop:
                                    messages=tuple(inv.messages))
             if inv.quota is not None:
                 inv.quota.charge(key, tokens_of(response, request.messages, inv.sizes))
-            emit(RunEvent("model.call.completed", ctx.run_id, time.time(), {
-                **base, "status": "succeeded",
-                "finish_reason": response.finish_reason,
-                "tool_calls": len(response.tool_calls)}))
+            answered = {**base, "status": "succeeded", "finish_reason": response.finish_reason,
+                        "tool_calls": len(response.tool_calls)}
+            if not response.tool_calls and inv.agent.output is not None:  # i36 (11)
+                answered["answer_rejected"] = inv.agent.output.rejection(response.text)
+            emit(RunEvent("model.call.completed", ctx.run_id, time.time(), answered))
             return response
         assert last is not None
         return LoopOutcome("failed", None, OperationError(

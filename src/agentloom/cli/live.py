@@ -13,15 +13,18 @@ from agentloom.agent import RunHandle, RunResult, Runtime
 from agentloom.cli import render
 from agentloom.cli.errors import CliFailure
 from agentloom.cli.output import say, stderr_console, stdout_console
+from agentloom.cli.stream import DeltaPrinter
 
 __all__ = ["consume", "drive", "run_sync"]
 
 
 async def drive(runtime: Runtime, begin: Callable[[], Awaitable[RunHandle]], *,
-                as_json: bool, live: bool = True) -> RunResult:
+                as_json: bool, live: bool = True, stream: bool = False) -> RunResult:
     """Start (or resume) a run, show it live, stop it on Ctrl-C / SIGTERM, return its result.
 
     ``live=False`` (a run that has finished already) reads the result without subscribing.
+    ``stream``: also write the model's text and reasoning as they arrive (``cli.stream``; on
+    stderr with ``--json``), the calls as lines instead of a table.
     """
     loop = asyncio.get_running_loop()
     try:
@@ -38,9 +41,15 @@ async def drive(runtime: Runtime, begin: Callable[[], Awaitable[RunHandle]], *,
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, interrupt, name)
         with contextlib.ExitStack() as stack:
-            view = None if as_json or not live else stack.enter_context(render.LiveView(stdout_console()))
+            view = None
+            if live and not as_json:  # streamed text between table redraws would be torn:
+                view = render.LiveView(stdout_console())  # lines only (a view not entered)
+                if not stream:
+                    stack.enter_context(view)
             if live:
-                await consume(handle, view)
+                text = DeltaPrinter(stderr_console() if as_json else stdout_console()) \
+                    if stream else None
+                await consume(handle, view, text)
         result = await handle.result()
         for stop in stops:
             with contextlib.suppress(Exception):
@@ -53,10 +62,18 @@ async def drive(runtime: Runtime, begin: Callable[[], Awaitable[RunHandle]], *,
         await runtime.aclose()
 
 
-async def consume(handle: RunHandle, view: render.LiveView | None) -> None:
+async def consume(handle: RunHandle, view: render.LiveView | None,
+                  deltas: DeltaPrinter | None = None) -> None:
     """Show the handle's events until the run ends; iterated in the caller's task so the
-    subscription exists before the run's task takes its first step (no event is missed)."""
-    async for event in handle.events():
+    subscription exists before the run's task takes its first step (no event is missed).
+    With ``deltas``, the model's text and reasoning are written as they arrive."""
+    async for event in handle.events(deltas=deltas is not None):
+        if event.type == "model.delta":
+            if deltas is not None:
+                deltas.piece(event.data)
+            continue
+        if deltas is not None:
+            deltas.end()
         # One line on stderr as it happens, with --json too; the human output lists them all
         # again at its end (main._finish, from the store: those of an earlier process too).
         if event.type == "hook.warning":

@@ -45,7 +45,7 @@ from agentloom.cli.queue import submit, workers_app
 from agentloom.cli.runs import finish_run, runs_app, store_session
 from agentloom.cli.scaffold import scaffold
 from agentloom.cli.serve import serve
-from agentloom.cli.skills import skills_app
+from agentloom.cli.skills import import_changed_skills, skills_app
 from agentloom.cli.stores import resolve_store_url
 from agentloom.cli.worker import work
 from agentloom.config import load_config
@@ -127,6 +127,9 @@ def run(
     workflow: Annotated[str | None, typer.Option(
         "--workflow", "-w", metavar="NAME", help="Run workflow NAME of CONFIG (workflows:) "
         "instead of an agent; its output is its last node's.")] = None,
+    stream: Annotated[bool, typer.Option(
+        "--stream", help="Show the model's text and reasoning as they arrive (on stderr with "
+        "--json); the calls are listed line by line. The run's record is the same.")] = False,
     store: BesideStoreOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -145,10 +148,11 @@ def run(
         name = cfg.workflow_name(workflow)
     else:
         name = cfg.agent_name(agent)
+    import_changed_skills(cfg, store)  # the skills: path sources that changed, one line each
     runtime = runtime_from_config(cfg, store=store)
     result = run_sync(drive(
         runtime, lambda: runtime.start(text, agent=name, session=session, workdir=workdir,
-                                       wait=wait), as_json=as_json))
+                                       wait=wait), as_json=as_json, stream=stream))
     finish_run(result, name, as_json, runtime.store_url)
 
 

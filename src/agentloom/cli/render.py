@@ -98,8 +98,9 @@ class LiveView:
             self._start(_Call("model", role, printable(f"turn {data.get('turn')}"), "—"),
                         ("model", role, str(data.get("turn"))))
         elif event.type == "model.call.completed":
-            calls = data.get("tool_calls")
-            detail = ("final answer" if calls == 0 else f"{calls} tool call(s)") \
+            calls, rejected = data.get("tool_calls"), data.get("answer_rejected")
+            detail = f"answer rejected: {rejected}" if rejected else \
+                ("final answer" if calls == 0 else f"{calls} tool call(s)") \
                 if calls is not None else str(data.get("error_code") or "")
             self._finish(("model", role, str(data.get("turn"))), str(data.get("status")), detail)
         elif event.type in ("tool.call.started", "delegation.call.started"):
@@ -309,6 +310,10 @@ def _operation(i: int, op: dict[str, Any]) -> Group:
             dropped = hook["patch_error"]
             lines.append(plain(f"       patch dropped: {dropped['code']}: "
                                f"{_short(dropped['message'])}"))
+    approval = op.get("approval")
+    if approval:  # who answered the person's question about this call, when and why
+        lines.append(plain(f"     approval: {_approval_line(approval)}",
+                           "yellow" if approval["status"] == "pending" else "magenta"))
     if op["kind"] != "model":
         lines.append(plain(f"     proposed: {_short(op['proposed_arguments'])}"))
         if op["executed_arguments"] is None:
@@ -336,6 +341,22 @@ def _operation(i: int, op: dict[str, Any]) -> Group:
     return Group(*lines)
 
 
+def _approval_line(approval: Mapping[str, Any]) -> str:
+    """``approved by cli:alice at 2026-12-01 15:00:00 (reason: ok) — asked: Write it?``;
+    ``pending — asked: …`` while nobody answered (local time, as ``runs show`` prints times)."""
+    status = approval["status"]
+    asked = f" — asked: {_short(approval['question'])}"
+    if status == "pending":
+        deadline = f" (until {_when(approval['deadline'])})" if approval["deadline"] else ""
+        return f"pending{deadline}{asked}"
+    when = f" at {_when(approval['answered_at'])}"
+    if status == "expired":
+        return f"expired{when} (the default, {approval['default']}, applied){asked}"
+    by = f" by {approval['actor']}" if approval["actor"] else ""
+    why = f" (reason: {_short(approval['reason'])})" if approval["reason"] else ""
+    return printable(f"{status}{by}{when}{why}{asked}")
+
+
 def _command_failure(op: dict[str, Any]) -> str | None:
     """``exit N: <stderr tail>`` when the operation's result (the delivered one, else the raw)
     is a command's that exited non-zero; the ``raw:`` line cuts its JSON before its stderr."""
@@ -359,12 +380,24 @@ def print_events(console: Console, events: list[dict[str, Any]]) -> None:
                          min_width=20 if column == "summary" else None)
     for e in events:
         summary = e.get("summary") or e.get("output") or (e.get("task") if e["type"] == "run.started"
-                                                         else None)
+                                                         else None) or _approval_note(e)
         table.add_row(time.strftime("%H:%M:%S", time.localtime(e["at"])), plain(e["type"]),
                       plain(e.get("role") or ""), plain(e.get("capability") or ""),
                       plain(e.get("call_id") or ""), _status(e.get("status")) if e.get("status") else "",
                       plain(excerpt(str(summary), ROW_LIMIT)) if summary else "")
     console.print(table)
+
+
+def _approval_note(event: Mapping[str, Any]) -> str | None:
+    """What ``run.waiting`` asks and who answered for ``run.resumed``."""
+    if event["type"] == "run.waiting":
+        return f"asked: {event.get('question')}"
+    if event["type"] == "run.resumed":
+        if event.get("status") == "expired":
+            return f"expired: the default, {event.get('decision')}, applied"
+        why = f": {event['reason']}" if event.get("reason") else ""
+        return f"{event.get('status')} by {event.get('actor')}{why}"
+    return None
 
 
 def hook_warning(warning: Mapping[str, Any]) -> str:

@@ -9,7 +9,13 @@ drives the run, and ends after the run's
 ``run.finished``; while nothing happens a comment line keeps proxies from closing it. It also
 ends, at its next poll, once the API key that opened it is revoked (a comment line says so).
 
-Owns: the stream's framing and its end. Does not own the events (``agent.events``).
+``live_run_stream`` is the other stream: the answer of ``POST /v1/runs`` with ``"stream":
+true``, the live events of a run this process drives (``RunHandle.events(deltas=True)``) —
+``model.delta`` pieces of the model's text and reasoning included, which are never stored and so
+never in the stream above. Its ids count the messages of that answer; it ends when the run
+ends (or waits for a person), and a client that goes away leaves the run running.
+
+Owns: the streams' framing and their end. Does not own the events (``agent.events``).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from agentloom.host.problems import Problem
 from agentloom.refs import Principal
 from agentloom.store import Store
 
-__all__ = ["POLL_S", "format_event", "run_event_stream", "stream_events"]
+__all__ = ["POLL_S", "format_event", "live_run_stream", "run_event_stream", "stream_events"]
 
 POLL_S = 0.2
 KEEPALIVE_S = 15.0
@@ -67,6 +73,42 @@ async def run_event_stream(store: Store, run_id: str, after: int = 0,
             yield ": keep-alive\n\n"
             quiet_since = time.monotonic()
         await asyncio.sleep(poll_s)
+
+
+async def live_run_stream(events: AsyncIterator[RunEvent], *,
+                          authorized: Callable[[], bool] | None = None,
+                          keepalive_s: float = KEEPALIVE_S) -> AsyncIterator[str]:
+    """``events`` (``RunHandle.events(deltas=True)``, subscribed before the run's first step) as
+    SSE messages until the run ends; a comment keeps the stream open while nothing happens and
+    ends it once ``authorized()`` says its key was revoked. Closing it (the client went away)
+    ends the subscription, never the run."""
+    queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for event in events:
+                queue.put_nowait(event)
+        finally:
+            queue.put_nowait(None)
+
+    task = asyncio.ensure_future(pump())
+    position = 0
+    try:
+        while True:
+            try:
+                event = await asyncio.wait_for(queue.get(), keepalive_s)
+            except TimeoutError:
+                if authorized is not None and not authorized():
+                    yield f": {REVOKED}\n\n"
+                    return
+                yield ": keep-alive\n\n"
+                continue
+            if event is None:
+                return
+            position += 1
+            yield format_event(position, event)
+    finally:
+        task.cancel()  # its iteration ends, and with it the subscription (never the run)
 
 
 def _last_event_id(request: Request) -> int:

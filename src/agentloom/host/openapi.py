@@ -116,8 +116,8 @@ ANSWER_FAILS = {"409": "APPROVAL_ALREADY_ANSWERED, …", "400": "a bad request b
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RouteDoc:
-    """One operation of the document. ``answer`` (JSON) or ``content`` (anything else) is its
-    success response's body; ``body`` the request shape the route parses (``shapes.parse``);
+    """One operation of the document. ``answer`` (JSON) and / or ``content`` (anything else) is
+    its success response's body; ``body`` the request shape the route parses (``shapes.parse``);
     ``problems``: status → description, over the ``AUTH_FAILS`` every ``/v1`` route has
     (``public``: no key, none of them); every POST may also be a 413 (``host.limits``)."""
 
@@ -138,8 +138,9 @@ class RouteDoc:
     def operation(self, request_schema: Mapping[str, Any] | None) -> dict[str, Any]:
         """The document's operation; ``request_schema``: the body's schema (a ``$ref`` to the
         shape unless given)."""
-        ok = _json(self.answer, self.ok) if self.answer is not None \
-            else {"description": self.ok, "content": dict(self.content or {})}
+        ok: dict[str, Any] = _json(self.answer, self.ok) if self.answer is not None \
+            else {"description": self.ok, "content": {}}
+        ok["content"].update(self.content or {})  # beside the JSON answer, if any
         fails = {**({} if self.public else AUTH_FAILS), **self.problems}
         if self.method == "post":
             fails["413"] = BODY_TOO_LARGE
@@ -159,9 +160,12 @@ class RouteDoc:
 RUN = "/v1/runs/{run_id}"
 ROUTES: tuple[RouteDoc, ...] = (
     RouteDoc(method="post", path="/v1/runs", op_id="createRun",
-             summary="Create a run for the key's principal", ok="the run", answer=Run,
-             status="201", body=RunCreate,
-             problems={"400": "a bad request (the detail names the field)"}),
+             summary="Create a run for the key's principal", ok="the run (with \"stream\": "
+             "true, its events as Server-Sent Events, model.delta included, until it ends)",
+             answer=Run, content={"text/event-stream": {"schema": {"$ref": REF.format(
+                 model="Sse")}}}, status="201", body=RunCreate,
+             problems={"400": "a bad request (the detail names the field)",
+                       "409": "STREAM_UNAVAILABLE: \"stream\" on a host that drives no runs"}),
     RouteDoc(method="get", path="/v1/runs", op_id="listRuns",
              summary="List the principal's runs, newest first", ok="a page", answer=RunList,
              params=({"name": "status", "in": "query", "description": "a stored status (an "

@@ -25,12 +25,13 @@ from typing import Any
 
 from anyio import to_thread
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from agentloom import views
 from agentloom.agent.leases import is_interrupted
 from agentloom.agent.runtime import Runtime
-from agentloom.host.access import RUN_STATUSES, json_body, owned_run
+from agentloom.host.access import RUN_STATUSES, json_body, key_still_valid, owned_run
+from agentloom.host.events import MEDIA_TYPE, live_run_stream
 from agentloom.host.problems import Problem, not_found_run
 from agentloom.host.shapes import Answer, RunCreate, Stop, Supplement, parse
 from agentloom.refs import Principal
@@ -49,8 +50,9 @@ MAX_LIMIT = 200
 
 
 def run_view(store: Store, run_id: str) -> dict[str, Any]:
-    """A run as the API gives it: ``runs show --json`` without ``operations``."""
-    detail = views.run_detail(store, run_id)
+    """A run as the API gives it: ``runs show --json`` without ``operations``, its
+    diagnosis's ``next_step`` naming the API's routes, not the CLI's commands."""
+    detail = views.run_detail(store, run_id, surface="http")
     if detail is None:
         raise not_found_run(run_id)
     detail.pop("operations", None)
@@ -59,9 +61,10 @@ def run_view(store: Store, run_id: str) -> dict[str, Any]:
             "project": None if run is None else run.project}
 
 
-async def create_run(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
+async def create_run(request: Request, runtime: Runtime, principal: Principal) -> Response:
     """``POST /v1/runs``: queue a run for the principal; ``"wait": true`` waits (at most
-    ``WAIT_S``) until it ended or waits for a person."""
+    ``WAIT_S``) until it ended or waits for a person; ``"stream": true`` drives it here and
+    answers with its live events (``_streamed``)."""
     body = parse(RunCreate, await json_body(request))  # task, types, priority's range
     agent, workflow = body.agent, body.workflow
     if workflow is not None:  # a workflow's run (issue 20): its program's name
@@ -76,6 +79,8 @@ async def create_run(request: Request, runtime: Runtime, principal: Principal) -
     if agent not in runtime.agents and agent not in runtime.programs:
         raise Problem(400, "INVALID_REQUEST", f"the field 'agent' names no agent of this "
                       f"configuration: {agent!r}; agents: {sorted(runtime.agents)}")
+    if body.stream:
+        return await _streamed(request, runtime, principal, body.task, agent, wait=body.wait)
     run_id = await runtime.submit(body.task, agent=agent, priority=body.priority or 0,
                                   principal=principal)
     worker = getattr(request.app.state, "worker", None)
@@ -84,6 +89,26 @@ async def create_run(request: Request, runtime: Runtime, principal: Principal) -
     if body.wait:
         await _settle(runtime.store, run_id, request.app.state.wait_s)
     return JSONResponse(run_view(runtime.store, run_id), status_code=201)
+
+
+async def _streamed(request: Request, runtime: Runtime, principal: Principal, task: str,
+                    agent: str, *, wait: bool | None) -> StreamingResponse:
+    """``"stream": true``: start the run in this process (not through the queue) and answer
+    with its live events, ``model.delta`` included (``events.live_run_stream``)."""
+    if wait:
+        raise Problem(400, "INVALID_REQUEST", "give 'stream' or 'wait', not both: a streamed "
+                      "create answers with the run's events until it ends")
+    if getattr(request.app.state, "worker", None) is None:
+        raise Problem(409, "STREAM_UNAVAILABLE", "this host drives no runs (agentloom serve "
+                      "--no-execute): create the run without 'stream' and follow "
+                      "GET /v1/runs/{run_id}/events")
+    handle = await runtime.start(task, agent=agent, principal=principal)
+    follow = handle.events(deltas=True)  # subscribed now: before the run's first step
+    authorized = key_still_valid(runtime.store, request.headers.get("authorization"))
+    return StreamingResponse(live_run_stream(follow, authorized=authorized), status_code=201,
+                             media_type=MEDIA_TYPE, headers={
+                                 "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+                                 "Location": f"/v1/runs/{handle.run_id}"})
 
 
 def _default_agent(runtime: Runtime) -> str:

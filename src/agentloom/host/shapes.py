@@ -35,7 +35,7 @@ from pydantic_core import ErrorDetails
 
 from agentloom.host import problems
 
-__all__ = ["REQUESTS", "RESPONSES", "Answer", "Answered", "Attempts", "Control", "Health",
+__all__ = ["REQUESTS", "RESPONSES", "Answer", "Answered", "Approval", "Attempts", "Control", "Health",
            "Operation", "OperationList", "Problem", "Receipt", "RequestBody", "ResponseBody",
            "Run", "RunCreate", "RunEvent", "RunList", "RunStatus", "RunSummary", "Sse", "Stop",
            "Supplement", "WorkerState", "WorkflowNode", "WorkspaceFile", "WorkspaceListing",
@@ -79,6 +79,10 @@ class RunCreate(RequestBody):
                                  "(workflows:) instead of an agent; not with 'agent'")
     wait: bool | None = Field(None, description="wait (at most 60 s) until the run ended or "
                               "waits for a person")
+    stream: bool | None = Field(None, description="drive the run in this process now and answer "
+                                "with its events as Server-Sent Events, the model's text and "
+                                "reasoning as model.delta events included, until it ends; not "
+                                "with 'wait'")
     priority: Annotated[int, Strict(), Field(ge=-PRIORITY_BOUND, le=PRIORITY_BOUND),
                         BeforeValidator(_integral)] | None = None
 
@@ -240,6 +244,26 @@ class Attempts(ResponseBody):
     items: list[Any]
 
 
+class Approval(ResponseBody):
+    """the approval of a call a hook asked a person about, and its answer"""
+
+    approval_id: str = Field(description="the call's operation id (one approval per call)")
+    status: Literal["pending", "approved", "rejected", "expired"]
+    decision: Literal["approve", "deny"] | None = Field(
+        description="what applies to the call (the default once expired); null while pending")
+    actor: str | None = Field(description="who answered: the API key's actor over HTTP, "
+                              "cli:<user> or the --as name on the CLI; null while pending or "
+                              "expired")
+    reason: str | None
+    answered_at: float | None
+    question: str
+    asked_by: list[str]
+    asked_at: float
+    deadline: float | None
+    default: Literal["approve", "deny"]
+    summary: str = Field(description="one line: approved by alice at … (reason: …)")
+
+
 class Operation(ResponseBody):
     """one operation as agentloom runs show --json gives it"""
 
@@ -257,6 +281,7 @@ class Operation(ResponseBody):
     raw_result: str | None
     effective_result: str | None
     result_changed: bool
+    approval: Approval | None = Field(description="null when no hook asked a person about it")
 
 
 class OperationList(ResponseBody):

@@ -19,7 +19,7 @@ own ``Aggregator``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -250,12 +250,14 @@ async def complete_once(
     attempt: AttemptInfo,
     *,
     aggregator: Aggregator | None = None,
+    observe: Callable[[ProviderEvent], None] | None = None,
 ) -> ModelResponse:
     """One physical Attempt from request to validated ``ModelResponse``.
 
     ``aggregator`` (a fresh one per Attempt) lets a caller read ``incomplete`` even when
     the Attempt ends in a cancellation raised by someone else (e.g. the pipeline's own
-    stop or deadline handling around this call).
+    stop or deadline handling around this call). ``observe`` (``gateway.delta_feed``) is
+    handed each event after the aggregator took it: an observation, which must not raise.
 
     Raises:
         ModelAttemptError: the Attempt failed (classified per ``models.errors``); its
@@ -265,8 +267,15 @@ async def complete_once(
         aggregator = Aggregator()
     elif aggregator.events:
         raise ValueError("an Aggregator collects exactly one Attempt; pass a fresh one")
+    sink = aggregator.feed
+    if observe is not None:
+        feed = aggregator.feed
+
+        def sink(event: ProviderEvent) -> None:
+            feed(event)
+            observe(event)
     try:
-        await drive(adapter.stream_once(request, attempt), attempt, aggregator.feed)
+        await drive(adapter.stream_once(request, attempt), attempt, sink)
     except ModelAttemptError as exc:
         raise exc.with_incomplete(aggregator.incomplete(exc.error.code)) from None
     return aggregator.response()

@@ -33,6 +33,13 @@ own: the JSON forms (``models.codec``), adapters and presets, retries, hooks and
 (the pipeline), the handlers and the ownership of ``event_type="model"``
 (``models/manager.py``).
 
+Deltas (``watch_deltas``): where a task watches, each Attempt's text and reasoning pieces
+are told to its observer as the provider sends them (``OutputPiece``: role, capability,
+operation, Attempt number), beside the pipeline — never recorded, never seen by hooks (000
+§4: token fragments are not events). The observer is called synchronously from the stream
+and must not block; one that raises is logged once and told nothing more of that Attempt, and
+the call goes on: what is recorded is always the complete, validated response.
+
 Model calls are sent with the caller's ``context_scope`` cleared: the pipeline records a
 call's payload and result as ``tool_call`` / ``tool_result`` context records, which for a
 model call would copy the whole history into the context on every turn. They carry a
@@ -44,7 +51,8 @@ Attempts, the raw and the effective response are stored as for any other call.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -62,7 +70,8 @@ from agentloom.models.codec import (  # the JSON forms are re-exported (see __al
     tool_to_dict,
     usage_to_dict,
 )
-from agentloom.models.types import ModelRequest, ModelResponse
+from agentloom.models.ports import AttemptInfo, DeltaKind, DeltaObserver, OutputPiece
+from agentloom.models.types import ModelRequest, ModelResponse, ProviderEvent, ReasoningDelta, TextDelta
 from agentloom.results import JsonBlock, OperationResult
 
 if TYPE_CHECKING:
@@ -75,6 +84,7 @@ __all__ = [
     "ModelGateway",
     "RequestBus",
     "check_response",
+    "delta_feed",
     "hand_back",
     "is_model_capability",
     "message_to_dict",
@@ -86,7 +96,10 @@ __all__ = [
     "response_to_dict",
     "sent_request",
     "tool_to_dict",
+    "watch_deltas",
 ]
+
+log = logging.getLogger(__name__)
 
 MODEL_EVENT = "model"
 MODEL_REQUEST_INVALID = "MODEL_REQUEST_INVALID"
@@ -129,9 +142,55 @@ class _Sending:
     request: ModelRequest
     payload: dict[str, Any]
     received: tuple[dict[str, Any], ModelResponse] | None = None
+    watch: OutputPiece | None = None  # the call's piece template, when a task watches deltas
+    observer: DeltaObserver | None = None
 
 
 _sending: ContextVar[_Sending | None] = ContextVar("agentloom_model_sending", default=None)
+_watcher: ContextVar[DeltaObserver | None] = ContextVar("agentloom_model_deltas", default=None)
+
+
+def watch_deltas(observer: DeltaObserver | None) -> None:
+    """Tell ``observer`` the text and reasoning pieces of every model call this task (and the
+    tasks it starts from now on) makes, as they arrive (``None``: stop). Set it inside the
+    task whose calls are watched, e.g. at the top of a run's task."""
+    _watcher.set(observer)
+
+
+def delta_feed(attempt: AttemptInfo) -> Callable[[ProviderEvent], None] | None:
+    """What one Attempt of the call this task is sending hands each provider event to, so that
+    its text and reasoning reach the watching observer; ``None`` when nobody watches.
+
+    The feed never raises: an observer that fails is logged once and dropped for the rest of
+    the Attempt, and the Attempt goes on unchanged."""
+    sending = _sending.get()
+    if sending is None or sending.observer is None or sending.watch is None:
+        return None
+    observer: DeltaObserver | None = sending.observer
+    base = dataclasses.replace(sending.watch, operation_id=attempt.operation_id,
+                               attempt=attempt.attempt_no)
+
+    def feed(event: ProviderEvent) -> None:
+        nonlocal observer
+        if observer is None:
+            return
+        what: DeltaKind
+        if isinstance(event, TextDelta):
+            text, what = event.text, "text"
+        elif isinstance(event, ReasoningDelta):
+            text, what = event.text, "reasoning"
+        else:
+            return
+        if not text:
+            return
+        try:
+            observer(dataclasses.replace(base, kind=what, text=text))
+        except Exception:  # an observation never changes the call
+            log.warning("a model delta observer failed; it gets no more pieces of this "
+                        "Attempt", exc_info=True)
+            observer = None
+
+    return feed
 
 
 def sent_request(arguments: Mapping[str, Any]) -> ModelRequest | None:
@@ -273,6 +332,11 @@ class ModelGateway:
         self._bus.notify("model.started", observed)
         payload, checked = encode_request(request)
         sending = _Sending(request, payload)
+        watcher = _watcher.get()
+        if watcher is not None:
+            sending.observer = watcher
+            sending.watch = OutputPiece(kind="text", text="", role=context.role,
+                                        capability=model_key(model), purpose=purpose)
         token = _sending.set(sending)
         try:
             envelope = await self._bus.request(

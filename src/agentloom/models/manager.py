@@ -4,8 +4,9 @@ raw handler of one model connection.
 Like ``tools.ToolManager`` for tools, the manager maps a catalog spec's ``handler_ref``
 (``model:<name>``) to the ``ModelHandler`` of that connection. It consumes only final,
 hook-processed model requests (the pipeline hands the handler the frozen payload); it never
-executes a tool a model asked for and never forwards token deltas. The low-frequency
-``model.*`` observations are emitted by ``ModelGateway``, once per call.
+executes a tool a model asked for and records no token delta (an Attempt hands them to a
+watching observer: ``gateway.delta_feed``). The low-frequency ``model.*`` observations
+are emitted by ``ModelGateway``, once per call.
 
 A model connection's catalog entry (``model_capability``): key ``model.<name>``, exposed name
 ``model_<name>``, kind ``builtin``, handler ``model:<name>``, input schema
@@ -26,6 +27,7 @@ from agentloom.errors import AgentLoomError, ConfigError, OperationError, Regist
 from agentloom.models.codec import MODEL_PAYLOAD_SCHEMA, payload_to_request, response_to_dict
 from agentloom.models.gateway import (
     MODEL_REQUEST_INVALID,
+    delta_feed,
     hand_back,
     model_exposed_name,
     model_key,
@@ -184,7 +186,8 @@ class ModelHandler:
         try:
             route = self._routes.get(context.run_id, {}).get(self.name)
             adapter = self.adapter() if route is None else route.adapter()
-            response = await complete_once(adapter, model_request, attempt, aggregator=aggregator)
+            response = await complete_once(adapter, model_request, attempt, aggregator=aggregator,
+                                           observe=delta_feed(attempt))
         except ModelAttemptError as exc:
             return _failed(exc, exc.incomplete or aggregator.incomplete(exc.error.code))
         raw = response_to_dict(response)  # the stored form, encoded once

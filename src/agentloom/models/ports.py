@@ -198,6 +198,33 @@ class AttemptInfo:
             raise ValueError("finish_grace_s cannot be negative")
 
 
+DeltaKind: TypeAlias = Literal["text", "reasoning"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputPiece:
+    """A piece of a model's text or reasoning as it arrived from the provider: an observation
+    for a person watching (``--stream``, ``model.delta``), never a record, never a response.
+
+    ``attempt`` numbers the physical Attempt within the call (a retried call's text starts
+    over at the next Attempt); ``operation_id`` is the call's operation; ``role``,
+    ``capability`` and ``purpose`` are the call's as the gateway sent it."""
+
+    kind: DeltaKind
+    text: str
+    role: str | None = None
+    capability: str | None = None
+    purpose: str | None = None
+    operation_id: str | None = None
+    attempt: int = 1
+
+
+#: Told each ``OutputPiece`` of the model calls made where it watches
+#: (``gateway.watch_deltas``). It must not block: it runs inside the call's stream; what it
+#: raises is logged once and it is told nothing more of that Attempt.
+DeltaObserver: TypeAlias = Callable[[OutputPiece], None]
+
+
 class ModelAdapter(Protocol):
     """One model adapter: a protocol adapter bound to one ``Connection`` (which it exposes as
     ``connection``), or an offline model, which has none — so ``connection`` is not part of

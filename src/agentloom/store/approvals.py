@@ -4,7 +4,8 @@ frozen ``ApprovalRecord``; its reads and the ops that write it.
 ::
 
     store.get("approvals", …)    ──► ApprovalRecord.from_row ──► get_approval(store, operation_id)
-    store.query("approvals", …)  ──► ApprovalRecord.from_row ──► pending_approvals / all_pending
+    store.query("approvals", …)  ──► ApprovalRecord.from_row ──► pending_approvals / all_pending /
+                                                               run_approvals
     Insert("approvals", row)     ◄── pending_row(…)         (the pipeline, with the operation row)
     Delete + Insert              ◄── settle_ops(answered)   (compare-and-set: answered once)
 
@@ -29,7 +30,7 @@ from agentloom.store.ports import Delete, Insert, Store
 
 __all__ = ["ANSWERS", "APPROVAL_STATUSES", "Answer", "ApprovalRecord", "ApprovalStatus",
            "all_pending", "get_approval", "pending_approvals", "pending_operation_ids", "pending_row",
-           "settle_ops"]
+           "run_approvals", "settle_ops"]
 
 TABLE = "approvals"
 
@@ -142,6 +143,12 @@ def get_approval(store: Store, operation_id: str) -> ApprovalRecord | None:
 def pending_approvals(store: Store, run_id: str) -> list[ApprovalRecord]:
     """The calls of ``run_id`` that wait for an answer, oldest first."""
     rows = store.query(TABLE, {"run_id": run_id, "status": "pending"}, order_by=("created_at",))
+    return [ApprovalRecord.from_row(r) for r in rows]
+
+
+def run_approvals(store: Store, run_id: str) -> list[ApprovalRecord]:
+    """Every approval of ``run_id``, pending or answered, oldest first."""
+    rows = store.query(TABLE, {"run_id": run_id}, order_by=("created_at",))
     return [ApprovalRecord.from_row(r) for r in rows]
 
 

@@ -2,6 +2,10 @@
 what it waits for, its last committed step, the calls whose effect is not known, and what
 happens next — so nobody has to read the tables to learn why a run does not move.
 
+``next_step`` names what to do on the surface that shows it: the CLI's commands in ``runs show``
+(``agentloom runs approve RUN OP``), the HTTP routes in the API's run view (``POST
+/v1/runs/{run_id}/operations/{operation_id}/approve``) — an HTTP client may have no shell.
+
 Owns: the ``diagnosis`` object of ``runs show --json`` and its lines. Does not own: the run's
 record or operations (``views.runs``), nor deciding anything (it only reads).
 """
@@ -9,22 +13,27 @@ record or operations (``views.runs``), nor deciding anything (it only reads).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 from agentloom.agent.leases import holder_gone, lease_left_s
 from agentloom.store import Store
 from agentloom.store.approvals import ApprovalRecord, pending_approvals
 from agentloom.store.records import RunRecord
 
-__all__ = ["diagnose", "diagnosis_lines"]
+__all__ = ["Surface", "diagnose", "diagnosis_lines"]
+
+Surface = Literal["cli", "http"]
+"""Who reads a diagnosis: ``runs show`` (its next step names commands) or the HTTP API (routes)."""
 
 IN_FLIGHT_PHASES = ("attempt_started",)  # an Attempt began and its result is not committed
 
 
 def diagnose(store: Store, run: RunRecord, state: str,
-             operations: list[dict[str, Any]], now: float | None = None) -> dict[str, Any] | None:
+             operations: list[dict[str, Any]], now: float | None = None, *,
+             surface: Surface = "cli") -> dict[str, Any] | None:
     """The diagnosis of a run in ``state`` (``pending``, ``running``, ``waiting``,
-    ``suspended``, ``interrupted``); None for a run that ended."""
+    ``suspended``, ``interrupted``); None for a run that ended. ``next_step`` names the
+    commands of ``surface`` (``cli``) or its routes (``http``)."""
     if run.ended is not None:
         return None
     now = time.time() if now is None else now
@@ -42,17 +51,25 @@ def diagnose(store: Store, run: RunRecord, state: str,
         out["waiting_for"] = {"kind": "worker", "detail": "its holder is gone"
                               if holder_gone(run.lease_owner) else "its lease expired"}
         out["next_step"] = (f"a worker (agentloom worker CONFIG) resumes it, or at once: "
-                            f"agentloom runs resume {run.run_id}")
+                            f"agentloom runs resume {run.run_id}") if surface == "cli" else (
+            f"POST /v1/runs/{run.run_id}/resume puts it back in the queue; a worker of the "
+            "host resumes it")
     elif state == "pending":
         out["waiting_for"] = {"kind": "queue", **_queue_place(store, run)}
         out["next_step"] = ("a worker of its configuration claims it (agentloom worker "
-                            "CONFIG), or at once: agentloom runs resume " + run.run_id)
+                            "CONFIG), or at once: agentloom runs resume " + run.run_id
+                            ) if surface == "cli" else (
+            "a worker of its configuration claims it (the host's own, or agentloom worker); "
+            f"GET /v1/runs/{run.run_id}/events follows it")
     elif state == "waiting":
         approvals = [_approval(a) for a in pending_approvals(store, run.run_id)]
         out["waiting_for"] = {"kind": "approval", "approvals": approvals}
         op = approvals[0]["operation_id"] if approvals else "OPERATION"
         out["next_step"] = (f"a person answers: agentloom runs approve {run.run_id} {op} "
-                            f"(or runs reject …); then a worker resumes it")
+                            f"(or runs reject …) --reason TEXT; then a worker resumes it"
+                            ) if surface == "cli" else (
+            f"a person answers: POST /v1/runs/{run.run_id}/operations/{op}/approve (or "
+            f"…/reject) with {{\"reason\": TEXT}}; then a worker resumes it")
     elif state == "suspended":
         suspended = run.data.get("suspended")
         reason = suspended.get("reason") if isinstance(suspended, dict) else None
@@ -61,7 +78,9 @@ def diagnose(store: Store, run: RunRecord, state: str,
                               "the old holder's processes could not be confirmed gone"}
         doubled = ", ".join(c["capability"] for c in out["unknown_calls"]) or "no call"
         out["next_step"] = (f"only agentloom runs resume {run.run_id} --force goes on; "
-                            f"{doubled} may then run twice")
+                            f"{doubled} may then run twice") if surface == "cli" else (
+            f"only a forced resume goes on, which the API does not offer: agentloom runs "
+            f"resume {run.run_id} --force on the host's store; {doubled} may then run twice")
     return out
 
 

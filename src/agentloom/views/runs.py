@@ -31,15 +31,16 @@ from agentloom.agent.spec import DELEGATE_PREFIX
 from agentloom.pipeline.records import OperationState
 from agentloom.results import ToolResult
 from agentloom.store import Store
+from agentloom.store.approvals import ApprovalRecord, get_approval
 from agentloom.store.cleanup import run_cleanup_jobs
 from agentloom.store.operations import AttemptRecord, hook_invocations
 from agentloom.store.operations import attempts as attempt_records
 from agentloom.store.records import OperationRecord, RunRecord, get_run, operations, runs
-from agentloom.views.diagnosis import diagnose
+from agentloom.views.diagnosis import Surface, diagnose
 from agentloom.views.workflow import workflow_detail
 
-__all__ = ["TASK_EXCERPT", "USAGE_FIELDS", "cleanup_detail", "excerpt", "operation_detail",
-           "run_detail", "run_summaries"]
+__all__ = ["TASK_EXCERPT", "USAGE_FIELDS", "approval_detail", "cleanup_detail", "excerpt",
+           "operation_detail", "run_detail", "run_summaries"]
 
 TASK_EXCERPT = 120
 USAGE_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens")
@@ -63,8 +64,10 @@ def run_summaries(store: Store, limit: int = 50) -> list[dict[str, Any]]:
             for r in runs(store, newest_first=True, limit=limit, lenient=True)]
 
 
-def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
-    """The run with its operations (oldest first), or None when the store has no such run."""
+def run_detail(store: Store, run_id: str, *, surface: Surface = "cli") -> dict[str, Any] | None:
+    """The run with its operations (oldest first), or None when the store has no such run.
+    ``surface``: who reads it — the diagnosis's ``next_step`` names the CLI's commands
+    (``cli``) or the HTTP API's routes (``http``)."""
     run = get_run(store, run_id, lenient=True)  # a damaged row is shown as it is stored
     if run is None:
         return None
@@ -93,7 +96,8 @@ def run_detail(store: Store, run_id: str) -> dict[str, Any] | None:
         "cleanup": cleanup_detail(store, run_id),
         "route": run.data.get("route"),  # its project's model route (agent.routes), no key
         # for a run that has not ended: who holds it, what it waits for, what comes next
-        "diagnosis": diagnose(store, run, status, details, store.now()) if run.known_status else None,
+        "diagnosis": diagnose(store, run, status, details, store.now(), surface=surface)
+        if run.known_status else None,
         # a workflow run's graph state: its nodes (views.workflow)
         **_graph(store, run, details),
         "operations": details,
@@ -243,5 +247,25 @@ def operation_detail(store: Store, op: OperationRecord) -> dict[str, Any]:
         "error": envelope.error.to_dict() if envelope is not None and envelope.error else None,
         "reason": envelope.reason if envelope is not None else None,
         "summary": summary_of(envelope) if envelope is not None else None,
+        "approval": approval_detail(get_approval(store, state.operation_id)),
     }
     return detail
+
+
+def approval_detail(record: ApprovalRecord | None) -> dict[str, Any] | None:
+    """A call's approval as ``runs show`` gives it beside the call (None: no hook asked a
+    person about it): ``approval_id`` (the call's operation id: one approval per call),
+    ``status`` (``pending`` / ``approved`` / ``rejected`` / ``expired``), ``decision`` (what
+    applies: ``approve`` / ``deny``; the default once expired; null while pending),
+    ``actor`` (who answered: ``cli:<user>``, a ``--as`` name, or an API key's actor; null
+    while pending or expired), ``reason``, ``answered_at``, and what was asked:
+    ``question``, ``asked_by`` (the hooks), ``asked_at``, ``deadline``, ``default`` and
+    ``summary`` (one line: ``approved by alice at … (reason: …)``)."""
+    if record is None:
+        return None
+    return {"approval_id": record.operation_id, "status": record.status,
+            "decision": record.answer, "actor": record.actor, "reason": record.reason,
+            "answered_at": record.answered_at, "question": record.question,
+            "asked_by": list(record.asked_by), "asked_at": record.created_at,
+            "deadline": record.deadline, "default": record.default,
+            "summary": record.describe()}

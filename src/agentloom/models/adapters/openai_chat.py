@@ -19,7 +19,7 @@ from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 import httpx2
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, Omit
 
 from agentloom.models.codec import plain
 from agentloom.models.errors import ModelAttemptError, classify_exception
@@ -51,11 +51,22 @@ _OUTPUT_KEYS = ("max_output_tokens", "max_completion_tokens", "output_token_limi
 _EFFORT = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "max": "high"}
 
 
+NO_KEY_PLACEHOLDER = "no-key"
+"""Given to the SDK (which refuses a client without a key) for a connection that has none;
+never sent: ``auth_override`` omits the ``Authorization`` header on every request."""
+
+
+def auth_override(connection: Connection) -> dict[str, Any] | None:
+    """Per-request headers for ``connection``: ``Authorization`` explicitly omitted when the
+    connection has no key (a keyless local server), so no bogus bearer is ever sent."""
+    return None if connection.api_key else {"Authorization": Omit()}
+
+
 def make_client(connection: Connection) -> AsyncOpenAI:
     """An SDK client for ``connection``: no SDK retries; connect bounded, reads bounded by
     the Attempt's own clocks (``timers.py``)."""
     return AsyncOpenAI(
-        api_key=connection.api_key or "none",
+        api_key=connection.api_key or NO_KEY_PLACEHOLDER,
         base_url=connection.base_url,
         max_retries=0,
         timeout=httpx2.Timeout(None, connect=connection.connect_timeout_s),
@@ -102,7 +113,8 @@ class OpenAIAdapterBase:
         """
         client = self.client if connection is None else make_client(connection)
         try:
-            models = [m async for m in client.models.list()]
+            models = [m async for m in client.models.list(
+                extra_headers=auth_override(connection or self._connection))]
         except Exception as exc:
             raise self._failure(exc, sent=True) from exc
         finally:
@@ -248,6 +260,7 @@ class OpenAIChatAdapter(OpenAIAdapterBase):
             # re-transformation of the typed parameters.
             stream = await self.client.chat.completions.create(
                 model=model, messages=(), stream=True, extra_body=body,
+                extra_headers=auth_override(connection),
             )
         except Exception as exc:
             raise self._failure(exc, sent=True) from exc

@@ -46,3 +46,14 @@ export function facts(pairs) {
     pairs.filter(([, value]) => value !== undefined).map(([name, value]) =>
       [h("dt", {}, name), h("dd", {}, value === null ? "—" : value)]));
 }
+
+// An approval's answer on one line, beside the call it answered: "approved by alice at …
+// (reason: …)"; the default that applied once it expired.
+export function answeredLine(approval) {
+  if (approval.status === "pending") return `waits for a person: ${approval.question}`;
+  const at = when(approval.answered_at);
+  if (approval.status === "expired") return `expired at ${at} (the default, ${approval.default}, applied)`;
+  const by = approval.actor ? ` by ${approval.actor}` : "";
+  const why = approval.reason ? ` (reason: ${approval.reason})` : "";
+  return `${approval.status}${by} at ${at}${why}`;
+}

@@ -1,7 +1,7 @@
 // One operation in full: identity and outcome, its hook decisions, its attempts, proposed vs
 // executed arguments and raw vs effective result, side by side with the changed lines marked.
 import { call, runPath } from "./api.js";
-import { badge, facts, h, runHref, seconds, show, when } from "./dom.js";
+import { answeredLine, badge, facts, h, runHref, seconds, show, when } from "./dom.js";
 import { pretty, sideBySide } from "./diff.js";
 
 function table(testid, columns, items) {
@@ -9,6 +9,20 @@ function table(testid, columns, items) {
   return h("table", { "data-testid": testid },
     h("thead", {}, h("tr", {}, columns.map(([title]) => h("th", {}, title)))),
     h("tbody", {}, items.map((item) => h("tr", {}, columns.map(([, cell]) => h("td", {}, cell(item) ?? "—"))))));
+}
+
+// Who answered the person's question about this call, when, and why.
+function approvalSection(approval) {
+  if (!approval) return null;
+  return h("section", { "data-testid": "approval-detail" },
+    h("h2", {}, "Approval ", h("span", { class: `chip ${approval.decision ?? ""}` }, approval.status)),
+    h("p", {}, answeredLine(approval)),
+    facts([
+      ["question", approval.question], ["asked by", approval.asked_by.join(", ")],
+      ["asked", when(approval.asked_at)], ["deadline", approval.deadline ? when(approval.deadline) : null],
+      ["default", approval.default], ["decision", approval.decision], ["actor", approval.actor],
+      ["answered", approval.answered_at ? when(approval.answered_at) : null], ["reason", approval.reason],
+    ]));
 }
 
 function render(root, runId, op) {
@@ -23,6 +37,7 @@ function render(root, runId, op) {
       ["error", op.error ? pretty(op.error) : null], ["reason", op.reason],
       ["usage", op.usage ? pretty(op.usage) : null],
     ]),
+    approvalSection(op.approval),
     h("h2", {}, "Hooks"),
     table("hooks", [["timing", (x) => x.timing], ["#", (x) => x.position], ["hook", (x) => x.hook_id],
       ["status", (x) => x.status], ["decision", (x) => x.decision], ["reason", (x) => x.reason],

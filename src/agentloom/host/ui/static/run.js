@@ -3,7 +3,7 @@
 // call) and its events, live over the SSE stream: each event refreshes the view (and, as a
 // safety net while the run has not ended, a slow poll).
 import { call, followEvents, runPath } from "./api.js";
-import { badge, facts, h, operationHref, seconds, show, when } from "./dom.js";
+import { answeredLine, badge, facts, h, operationHref, seconds, show, when } from "./dom.js";
 import { pretty } from "./diff.js";
 
 const REFRESH_DELAY_MS = 100;
@@ -103,7 +103,8 @@ export function runTimeline(root, runId, fail) {
       h("button", { class: "approve", type: "button", onclick: (e) => answer(e.target, op.operation_id, "approve") }, "Approve"),
       " ",
       h("button", { class: "reject", type: "button", onclick: (e) => answer(e.target, op.operation_id, "reject") }, "Reject"))
-      : h("td");
+      : h("td", {}, op.approval ? h("span", { class: `chip ${op.approval.decision ?? ""}`,
+        "data-testid": "approval-answer" }, answeredLine(op.approval)) : null);
     const offset = typeof op.created_at === "number" ? `+${seconds(op.created_at - run.created_at)}` : "—";
     return h("tr", { class: op.status === "unknown" ? "unknown" : waiting ? "waiting" : "",
       "data-operation-id": op.operation_id },
