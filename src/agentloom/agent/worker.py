@@ -16,10 +16,12 @@ is queued (PostgreSQL ``LISTEN``/``NOTIFY``), one of its runs ends (a free slot)
 ``poll_s`` (with ±20 % jitter, so idle workers do not poll in step) has passed.
 
 Its ``workers`` row says it is alive: a heartbeat every third of the lease TTL, with the runs
-it holds (``agentloom workers list``). ``stop()`` — SIGTERM — stops claiming, gives each of
-its runs back to the queue at its next step boundary (the current step's calls commit first),
-waits for them and marks the row ``stopped``; a run that ends meanwhile just ends. SIGKILL is
-safe too: its leases expire and another worker resumes the runs (``is_interrupted``).
+it holds (``agentloom workers list``, which shows a worker whose heartbeat is older than its
+lease as ``stale`` and the runs each holds as the store's leases say, ``held_runs``).
+``stop()`` — SIGTERM — stops claiming, gives each of its runs back to the queue at its next
+step boundary (the current step's calls commit first), waits for them and marks the row
+``stopped``; a run that ends meanwhile just ends. SIGKILL is safe too: its leases expire and
+another worker resumes the runs (``is_interrupted``).
 
 Owns: the worker loop, its row and heartbeat, draining. Does not own: the claim (the store),
 driving a run (``Runtime``), or the command line (``cli.worker``).
@@ -35,7 +37,7 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,12 +45,12 @@ from agentloom.agent.runtime import RunHandle, RunResult, Runtime
 from agentloom.approvals import expire_due, requeue_if_answered
 from agentloom.store import WriteSet
 from agentloom.store.holders import parse_holder
-from agentloom.store.ports import QueueListener
+from agentloom.store.ports import QueueListener, Store
 from agentloom.store.records import get_run, runs
 from agentloom.store.workers import WorkerRecord, heartbeat_op
 from agentloom.workspace.cleanup import CleanupResult
 
-__all__ = ["Worker", "WorkerReport", "live_workers"]
+__all__ = ["Worker", "WorkerReport", "held_runs", "live_workers"]
 
 log = logging.getLogger(__name__)
 
@@ -249,7 +251,8 @@ class Worker:
             data={"concurrency": self.concurrency, "held": self._held,
                   "clock_offset_s": round(-offset, 3), "agents": sorted(self.runtime.agents),
                   "release_id": self.runtime.release_id,
-                  "heartbeat_s": self.runtime.workers.lease_ttl_s / 3})
+                  "heartbeat_s": self.runtime.workers.lease_ttl_s / 3,
+                  "lease_s": self.runtime.workers.lease_ttl_s})
         try:
             await self.runtime.kernel.coordinator.commit(WriteSet((heartbeat_op(beat),)))
         except Exception as exc:  # the heartbeat is a report, never a reason to stop working
@@ -274,26 +277,45 @@ def _run_data(runtime: Runtime, run_id: str) -> dict[str, Any]:
     return dict(run.data) if run is not None else {}
 
 
-def live_workers(rows: list[dict[str, Any]], now: float | None = None) -> list[dict[str, Any]]:
-    """The ``workers`` rows as ``workers list`` shows them: each with ``alive`` (its last
-    heartbeat is at most three heartbeats old and it has not stopped), newest first, and
-    ``clock_skew_s``: how far its clock is from the store's (None within ``CLOCK_SKEW_S``).
-    ``now``: the store's time (heartbeats are written in it)."""
+def live_workers(rows: list[dict[str, Any]], now: float | None = None, *,
+                 holders: Mapping[str, list[str]] | None = None) -> list[dict[str, Any]]:
+    """The ``workers`` rows as ``workers list`` shows them, newest heartbeat first: each with
+    ``state`` — ``live`` / ``draining`` while its last heartbeat is at most one lease old,
+    ``stale`` once it is older (the process died or hangs: its leases expire and others take
+    its runs over), ``stopped`` when it stopped — ``alive`` (live or draining), ``last_seen_s``
+    (how long ago it last beat), ``held`` and ``clock_skew_s`` (how far its clock is from the
+    store's; None within ``CLOCK_SKEW_S``). ``now``: the store's time (heartbeats are written in
+    it). ``holders``: per worker, the runs the store names it the holder of (``held_runs``); the
+    runs its own last heartbeat named when not given."""
     now = time.time() if now is None else now
     shown = []
     for row in sorted(rows, key=lambda r: r["heartbeat_at"], reverse=True):
         data = row.get("data") or {}
-        interval = float(data.get("heartbeat_s") or 20.0)
-        alive = row["state"] != "stopped" and now - row["heartbeat_at"] <= 3 * interval
+        lease = float(data.get("lease_s") or 3 * float(data.get("heartbeat_s") or 20.0))
+        age = now - row["heartbeat_at"]
+        stopped = row["state"] == "stopped"
+        alive = not stopped and age <= lease
+        state = "stopped" if stopped else row["state"] if alive else "stale"
+        held = (data.get("held", []) if holders is None
+                else sorted(holders.get(row["worker_id"], [])))
         shown.append({"worker_id": row["worker_id"], "host": row["host"], "pid": row["pid"],
-                      "state": row["state"] if alive or row["state"] == "stopped" else "gone",
-                      "alive": alive, "started_at": row["started_at"],
+                      "state": state, "alive": alive, "started_at": row["started_at"],
                       "heartbeat_at": row["heartbeat_at"],
-                      "heartbeat_age_s": round(now - row["heartbeat_at"], 3),
-                      "concurrency": data.get("concurrency"), "held": data.get("held", []),
+                      "heartbeat_age_s": round(age, 3), "last_seen_s": round(max(age, 0.0), 1),
+                      "lease_s": lease, "concurrency": data.get("concurrency"), "held": held,
                       "agents": data.get("agents", []),
                       "clock_skew_s": _skew(data.get("clock_offset_s"))})
     return shown
+
+
+def held_runs(store: Store) -> dict[str, list[str]]:
+    """Per holder id, the runs the store says it holds now: ``running`` runs whose
+    ``lease_owner`` it is (whatever a worker's own row last said)."""
+    held: dict[str, list[str]] = {}
+    for run in runs(store, status="running", lenient=True):
+        if run.lease_owner:
+            held.setdefault(run.lease_owner, []).append(run.run_id)
+    return held
 
 
 def _skew(offset: Any) -> float | None:

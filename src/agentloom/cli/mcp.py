@@ -8,8 +8,10 @@ table for runs. docs/cli.md and docs/mcp.md are the reference.
 All connect as a run would (stdio servers through the launcher of ``sandbox.backend``, HTTP
 servers with their headers and the OAuth grant stored for them, ``${VAR}`` read from the
 environment now) but outside any run: nothing is recorded in a store (``login`` writes its
-grant only), no hook runs. A stdio server starts in the folder ``workspace.bind`` names, else
-in a fresh empty folder deleted afterwards.
+grant only), no hook runs. A stdio server starts in the folder ``--workdir`` names (``mcp
+call``), else the one ``workspace.bind`` names, else in a fresh empty folder deleted
+afterwards; ``mcp call`` says which on stderr. ``mcp list`` lists every server side by side and
+reports each one that failed, not only the first.
 """
 
 from __future__ import annotations
@@ -26,14 +28,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, UsageFailure
+from agentloom.cli.errors import EXIT_FAILED, EXIT_OK, Failure, UsageFailure, describe
+from agentloom.cli.mcp_import import mcp_import_claude
 from agentloom.cli.options import JsonOpt
-from agentloom.cli.output import print_json, say, setup_logging, stdout_console
+from agentloom.cli.output import print_json, say, setup_logging, stderr_console, stdout_console
 from agentloom.cli.stores import sqlite_path
 from agentloom.config import Config, load_config
 from agentloom.extras import require
 
 if TYPE_CHECKING:
+    from agentloom.mcp import ServerListing
     from agentloom.mcp.oauth import McpCredentials
 
 __all__ = ["mcp_app"]
@@ -56,6 +60,23 @@ def _workspace(config: Config) -> Path | None:
     return config.resolve_path(config.workspace.bind) if config.workspace.bind else None
 
 
+def _call_folder(config: Config, config_path: Path, workdir: Path | None) -> tuple[Path | None, str]:
+    """The folder ``mcp call`` starts a stdio server in, as ``run`` would work in it:
+    ``--workdir``, else ``workspace.bind`` (resolved once to its real path; not an existing
+    folder: ``WORKDIR_NOT_FOUND``), else None (a fresh empty folder); and why, in words."""
+    from agentloom.workspace.scope import WorkspaceScopeError, bound_folder
+
+    given, why = ((workdir, "--workdir") if workdir is not None else
+                  (_workspace(config), f"workspace.bind of {config_path}"))
+    if given is None:
+        return None, (f"no --workdir and no workspace.bind in {config_path}; pass --workdir "
+                      "PATH to work in a folder of yours")
+    try:
+        return bound_folder(given), why
+    except WorkspaceScopeError as exc:
+        raise UsageFailure(f"{why}: {exc.error.message}", code=exc.code) from None
+
+
 def _credentials(config: Config, store: str | None = None) -> McpCredentials | None:
     """The OAuth grants of the config's store (``--store``, ``$AGENTLOOM_STORE``, else beside
     the config); none where no SQLite store exists yet (nothing is created here)."""
@@ -72,39 +93,75 @@ def mcp_list(config: _CONFIG, as_json: JsonOpt = False) -> None:
     """Connect to every server of mcp_servers and show its negotiated protocol version, server
     name and version, and its tools with their capability keys (mcp.<server>.<tool>) and the
     names the model sees (mcp__<server>__<tool>), plus mcp.<server>.resources.read for a server
-    with resources. Exit 1 when a server cannot be listed."""
+    with resources. A server that cannot be listed is shown with its error, the others still
+    are; exit 1 when any failed.
+
+    --json: one entry per server, with ok and error.
+    """
     setup_logging()
     loaded = load_config(config)
-    from agentloom.assembly import environment_policy
-    from agentloom.mcp import discover
-
-    credentials = _credentials(loaded)
-    try:
-        listings = discover(loaded.mcp_servers, base_dir=loaded.base_dir,
-                            backend=loaded.sandbox.backend, policy=environment_policy(loaded),
-                            workspace=_workspace(loaded), credentials=credentials)
-    finally:
-        if credentials is not None:
-            credentials.close()
+    listed = asyncio.run(_list_each(loaded))
+    failed = [name for name, got in listed if isinstance(got, Failure)]
     if as_json:
-        print_json([listing.to_dict() for listing in listings])
-        raise typer.Exit(EXIT_OK)
+        print_json([_entry(loaded, name, got) for name, got in listed])
+        raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
     out = stdout_console()
-    if not listings:
+    if not listed:
         say(out, "no MCP servers in ", str(config))
-    for listing in listings:
-        record = listing.record
-        say(out, f"{listing.server}  {record.transport}  protocol {record.protocol_version}  "
-                 f"{record.server_name} {record.server_version}  {len(listing.tools)} tool(s)")
-        for tool in listing.tools:
+    for name, got in listed:
+        if isinstance(got, Failure):
+            say(out, f"{name}  {loaded.mcp_servers[name].transport}  error: {got.code}: "
+                     f"{got.message}")
+            continue
+        record = got.record
+        say(out, f"{name}  {record.transport}  protocol {record.protocol_version}  "
+                 f"{record.server_name} {record.server_version}  {len(got.tools)} tool(s)")
+        for tool in got.tools:
             summary = (tool.title or tool.description).splitlines()[0] if (
                 tool.title or tool.description) else ""
             say(out, f"  {tool.capability_key}  ({tool.to_dict()['exposed_name']})  {summary}")
-        reader = listing.resources
+        reader = got.resources
         if reader is not None:
             say(out, f"  {reader.capability_key}  ({reader.to_dict()['exposed_name']})  "
                      f"{len(reader.resources)} resource(s), {len(reader.templates)} template(s)")
-    raise typer.Exit(EXIT_OK)
+    if failed:
+        say(stderr_console(), f"{len(failed)} of {len(listed)} MCP server(s) could not be "
+            f"listed: {', '.join(failed)}")
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+async def _list_each(config: Config) -> list[tuple[str, ServerListing | Failure]]:
+    """Every server of ``config`` listed side by side, each on its own: its listing, or what
+    kept it from being listed (as the CLI reports an error); in the config's order."""
+    from agentloom.assembly import environment_policy
+    from agentloom.mcp import list_servers
+
+    credentials = _credentials(config)
+    policy, workspace = environment_policy(config), _workspace(config)
+
+    async def one(name: str) -> ServerListing | Failure:
+        try:
+            (listing,) = await list_servers(
+                {name: config.mcp_servers[name]}, base_dir=config.base_dir,
+                backend=config.sandbox.backend, policy=policy, workspace=workspace,
+                credentials=credentials)
+        except Exception as exc:  # reported for this server; the others are still listed
+            return describe(exc)
+        return listing
+
+    try:
+        got = await asyncio.gather(*(one(name) for name in config.mcp_servers))
+    finally:
+        if credentials is not None:
+            credentials.close()
+    return list(zip(config.mcp_servers, got, strict=True))
+
+
+def _entry(config: Config, name: str, got: ServerListing | Failure) -> dict[str, Any]:
+    if isinstance(got, Failure):
+        return {"server": name, "transport": config.mcp_servers[name].transport, "ok": False,
+                "error": {"code": got.code, "message": got.message}}
+    return {**got.to_dict(), "ok": True, "error": None}
 
 
 @mcp_app.command("call")
@@ -116,10 +173,18 @@ def mcp_call(
                                         show_default=False)],
     args: Annotated[str, typer.Option("--args", metavar="JSON",
                                       help="The arguments, one JSON object.")] = "{}",
+    workdir: Annotated[Path | None, typer.Option(
+        "--workdir", metavar="PATH", help="Start a stdio server in this existing folder (e.g. "
+        "your repository), as agentloom run --workdir. Default: workspace.bind of CONFIG, else "
+        "an empty temporary folder.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Call TOOL of SERVER once, outside any run (nothing recorded, no hooks), and print the
-    result as a run would record it. Exit 1 when the result is not succeeded."""
+    result as a run would record it. Exit 1 when the result is not succeeded.
+
+    A stdio server works in --workdir, else workspace.bind, else an empty temporary folder;
+    stderr says which.
+    """
     setup_logging()
     loaded = load_config(config)
     if server not in loaded.mcp_servers:
@@ -131,7 +196,11 @@ def mcp_call(
         raise UsageFailure(f"--args is not JSON: {exc}", code="USAGE_ERROR") from None
     if not isinstance(arguments, dict):
         raise UsageFailure("--args must be a JSON object", code="USAGE_ERROR")
-    result = asyncio.run(_call(loaded, server, tool, arguments))
+    folder, why = _call_folder(loaded, config, workdir)
+    if loaded.mcp_servers[server].transport == "stdio":
+        say(stderr_console(), f"MCP server {server!r} works in "
+            + (f"{folder} ({why})" if folder is not None else f"an empty temporary folder ({why})"))
+    result = asyncio.run(_call(loaded, server, tool, arguments, folder))
     if as_json:
         print_json(result)
     else:
@@ -144,7 +213,8 @@ def mcp_call(
     raise typer.Exit(EXIT_OK if result["status"] == "succeeded" else EXIT_FAILED)
 
 
-async def _call(config: Config, server: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+async def _call(config: Config, server: str, tool: str, arguments: dict[str, Any],
+                workspace: Path | None) -> dict[str, Any]:
     from agentloom.assembly import environment_policy
     from agentloom.attempts import AttemptContext, CapabilityRequest
     from agentloom.ids import new_id
@@ -155,7 +225,7 @@ async def _call(config: Config, server: str, tool: str, arguments: dict[str, Any
     backend = config.sandbox.backend
     credentials = _credentials(config)
     (listing,) = await list_servers({server: config.mcp_servers[server]}, base_dir=config.base_dir,
-                                    backend=backend, policy=policy, workspace=_workspace(config),
+                                    backend=backend, policy=policy, workspace=workspace,
                                     credentials=credentials)
     found = [t for t in listing.tools if t.name == tool]
     if not found:
@@ -163,12 +233,12 @@ async def _call(config: Config, server: str, tool: str, arguments: dict[str, Any
                            f"{', '.join(t.name for t in listing.tools) or 'no tools'}",
                            code="MCP_TOOL_NOT_LISTED")
     with contextlib.ExitStack() as stack:
-        workspace = _workspace(config)
         if workspace is None:  # an empty folder, made for the sandbox uid (``scratch_folder``)
             workspace = scratch_folder("mcp-call-")
             stack.callback(shutil.rmtree, workspace, True)
+        folder = workspace
         sessions = McpSessions(notify=lambda kind, payload: None, backend=backend, policy=policy,
-                               workspace_of=lambda scope_id: workspace, credentials=credentials)
+                               workspace_of=lambda scope_id: folder, credentials=credentials)
         context = AttemptContext(operation_id=new_id(), attempt_no=1, run_id=f"cli-{new_id()}",
                                  role=None, deadline=time.time() + 3600.0, workspace_scope_id="cli")
         request = CapabilityRequest(operation_id=context.operation_id, resource_version_id="cli",
@@ -348,75 +418,4 @@ def mcp_login(
     raise typer.Exit(EXIT_OK)
 
 
-@mcp_app.command("import-claude")
-def mcp_import_claude(
-    source: Annotated[Path, typer.Argument(
-        metavar="MCPJsonOpt", show_default=False,
-        help="A Claude Code .mcp.json (or Claude Desktop config) with an mcpServers object.")],
-    write: Annotated[Path | None, typer.Option(
-        "--write", metavar="CONFIG", help="Add the servers to this config file's mcp_servers "
-        "in place (else the YAML is printed).")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Convert the mcpServers of a Claude Code .mcp.json into mcp_servers entries: stdio
-    servers (command, args, env) and Streamable HTTP ones (type http, url, headers), ${VAR} and
-    ${VAR:-default} kept as they are. Anything without an exact equivalent (the legacy sse
-    transport, other keys, ${VAR} in command, args or url) is refused naming it, exit 2."""
-    from agentloom.cli.output import stderr_console
-    from agentloom.mcp.claude_import import McpImportError, import_mcp_json
-
-    try:
-        imported = import_mcp_json(source)
-    except McpImportError as exc:
-        raise UsageFailure(exc.error.message, code=exc.code) from None
-    if not as_json:
-        for warning in imported.warnings:
-            say(stderr_console(), f"warning: {warning}")
-    if write is not None:
-        _write_servers(write, imported.servers)
-    if as_json:
-        print_json({"mcp_servers": imported.servers, "warnings": list(imported.warnings),
-                    "written": None if write is None else str(write)})
-    elif write is None:
-        from agentloom.cli.yaml_edit import dump
-
-        say(stdout_console(), f"# MCP servers imported from {source}\n"
-            + dump({"mcp_servers": imported.servers}).rstrip())
-    else:
-        say(stdout_console(), f"added {len(imported.servers)} MCP server(s) to mcp_servers in "
-            f"{write}: {', '.join(imported.servers)}")
-    raise typer.Exit(EXIT_OK)
-
-
-def _write_servers(config: Path, servers: dict[str, dict[str, Any]]) -> None:
-    """Add ``servers`` to the top-level ``mcp_servers`` of ``config``, in place."""
-    import copy
-
-    import yaml
-
-    from agentloom.cli import yaml_edit as edit
-
-    text, data = edit.read_config_text(config)
-    if not isinstance(data, dict):
-        raise UsageFailure(f"{config}: not a configuration (a mapping of keys)",
-                           code="CONFIG_INVALID")
-    present = data.get("mcp_servers") or {}
-    if not isinstance(present, dict):
-        raise UsageFailure(f"{config}: mcp_servers is not a mapping of servers",
-                           code="CONFIG_INVALID")
-    clash = [name for name in servers if name in present]
-    if clash:
-        raise UsageFailure(f"{config}: mcp_servers already has {', '.join(map(repr, clash))}; "
-                           "rename or remove the entry in one of the files first",
-                           code="CLAUDE_IMPORT")
-    expected = copy.deepcopy(data)
-    expected["mcp_servers"] = {**present, **servers}
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
-    node = edit.node_at(root, "mcp_servers")
-    new: str | None = None
-    if node is None and isinstance(root, yaml.MappingNode) and not root.flow_style:
-        new = f"{text.rstrip(chr(10))}\n" + "mcp_servers:\n" + edit.indented(edit.dump(servers), 2)
-    elif isinstance(node, yaml.MappingNode) and not node.flow_style and node.value:
-        new = edit.insert_before_end(
-            text, node.end_mark, edit.indented(edit.dump(servers), node.value[0][0].start_mark.column))
-    edit.write_config(config, expected, new, what="the imported MCP servers")
+mcp_app.command("import-claude")(mcp_import_claude)

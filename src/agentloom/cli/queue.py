@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from agentloom.agent.worker import live_workers
+from agentloom.agent.worker import held_runs, live_workers
 from agentloom.approvals import answer
 from agentloom.assembly import runtime_from_config
 from agentloom.cli.errors import EXIT_OK, UsageFailure
@@ -87,21 +87,26 @@ def workers_list(
     config: Annotated[Path | None, typer.Option(
         "--config", "-c", metavar="CONFIG", help="A config file; its store is used.")] = None,
     all_: Annotated[bool, typer.Option(
-        "--all", help="Also the workers that stopped or went away.")] = False,
+        "--all", help="Also the workers that stopped, and stale ones last seen over an hour "
+        "ago that hold no run.")] = False,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print one JSON value on stdout, nothing else.")] = False,
 ) -> None:
-    """The workers of a store: alive or not (their last heartbeat), and the runs each holds."""
+    """The workers of a store: live, draining, or stale (its last heartbeat is older than its
+    lease: it died or hangs), when each was last seen, and the runs each holds now (the
+    store's leases, not what the worker last said)."""
     setup_logging()
     url = resolve_store_url(store, config)
     opened = open_existing_store(url, read_only=True)
     try:
         now = opened.now()  # heartbeats are in the store's time
-        shown = live_workers([w.to_row() for w in all_workers(opened)], now)
+        shown = live_workers([w.to_row() for w in all_workers(opened)], now,
+                             holders=held_runs(opened))
     finally:
         opened.close()
     if not all_:
-        shown = [w for w in shown if w["alive"]]
+        shown = [w for w in shown if w["alive"] or (w["state"] == "stale" and (
+            w["held"] or w["last_seen_s"] <= STALE_SHOWN_S))]
     if as_json:
         print_json(shown)
         raise typer.Exit(EXIT_OK)
@@ -113,9 +118,15 @@ def workers_list(
         skew = w["clock_skew_s"]
         clock = "" if skew is None else (
             f"  its clock is {abs(skew):.0f}s {'ahead of' if skew > 0 else 'behind'} the store's")
-        say(out, f"{w['worker_id']}  {w['state']}  heartbeat {now - w['heartbeat_at']:.0f}s ago  "
+        stale = (f" (no heartbeat for longer than its {w['lease_s']:g} s lease: it died or "
+                 "hangs; its runs are taken over)" if w["state"] == "stale" else "")
+        say(out, f"{w['worker_id']}  {w['state']}{stale}  last seen {w['last_seen_s']:.0f} s ago  "
             f"up to {w['concurrency']} at once  holds {held}{clock}")
     raise typer.Exit(EXIT_OK)
+
+
+STALE_SHOWN_S = 3600.0
+"""Without ``--all``, a stale worker that holds no run is shown this long after it was last seen."""
 
 
 RunArg = Annotated[str, typer.Argument(metavar="RUN_ID", help="The waiting run.",
@@ -126,34 +137,42 @@ OperationArg = Annotated[str, typer.Argument(
 ReasonOpt = Annotated[str | None, typer.Option(
     "--reason", metavar="TEXT", help="Why; recorded with the answer (a rejection's reason is "
     "what the model is told).")]
+AsOpt = Annotated[str | None, typer.Option(
+    "--as", metavar="NAME", help="Who answers, as recorded and shown by runs show (default: "
+    "cli:<your OS user name>).")]
 
 
 def approve(run_id: RunArg, operation: OperationArg, reason: ReasonOpt = None,
-            store: StoreOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
+            store: StoreOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False,
+            as_: AsOpt = None) -> None:
     """Approve a call a hook asked a person about: it runs when its run goes on.
 
     Once every waiting call of the run is answered, the run is queued again and a worker
     resumes it. A second answer is refused (APPROVAL_ALREADY_ANSWERED).
     """
-    _answer(run_id, operation, True, reason, store, config, as_json)
+    _answer(run_id, operation, True, reason, store, config, as_json, as_)
 
 
 def reject(run_id: RunArg, operation: OperationArg, reason: ReasonOpt = None,
-           store: StoreOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
+           store: StoreOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False,
+           as_: AsOpt = None) -> None:
     """Reject a call a hook asked a person about: it is denied and the model is told why.
 
     Once every waiting call of the run is answered, the run is queued again and a worker
     resumes it. A second answer is refused (APPROVAL_ALREADY_ANSWERED).
     """
-    _answer(run_id, operation, False, reason, store, config, as_json)
+    _answer(run_id, operation, False, reason, store, config, as_json, as_)
 
 
 def _answer(run_id: str, operation: str, approve_it: bool, reason: str | None,
-            store: str | None, config: Path | None, as_json: bool) -> None:
+            store: str | None, config: Path | None, as_json: bool, as_: str | None) -> None:
     setup_logging()
+    if as_ is not None and not as_.strip():
+        raise UsageFailure("--as is empty; give the name to record as the answerer, or leave "
+                           "--as out to record cli:<your OS user name>")
+    actor = as_.strip() if as_ is not None else f"cli:{getpass.getuser()}"
     opened = open_existing_store(resolve_store_url(store, config))
     coordinator = CommitCoordinator(opened)
-    actor = f"cli:{getpass.getuser()}"
     try:
         record = asyncio.run(answer(opened, coordinator.commit, run_id=run_id,
                                     operation_id=operation, approve=approve_it, reason=reason,
@@ -170,5 +189,5 @@ def _answer(run_id: str, operation: str, approve_it: bool, reason: str | None,
         print_json(out)
     else:
         say(stdout_console(), f"{record.status} {record.capability_key} (op {operation}) of run "
-            f"{run_id}; the run is {run_status}")
+            f"{run_id} as {record.actor}; the run is {run_status}")
     raise typer.Exit(EXIT_OK)

@@ -78,7 +78,10 @@ def _number(value: Any) -> str:
 
 
 def did_you_mean(word: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    """``did you mean 'x'? `` for the choice closest to ``word``; nothing when none is close,
+    and never ``word`` itself (a name that is refused is not its own suggestion)."""
+    others = [c for c in choices if c != word]
+    close = difflib.get_close_matches(word, others, n=1, cutoff=0.6)
     return f"did you mean {close[0]!r}? " if close else ""
 
 
@@ -138,8 +141,12 @@ def _message(error: ErrorDetails, root: type[BaseModel], tags: Mapping[str, type
             return f"`{loc[-1]}` was renamed to `{new}`; write `{new}:` with the same value"
         allowed = sorted(f.alias or n for n, f in model.model_fields.items()) if model is not None else []
         where = key_path(_untagged(loc[:-1], tags)) if len(loc) > 1 else "the top level"
-        return (f"unknown key {loc[-1]!r}; {did_you_mean(str(loc[-1]), allowed)}"
-                f"allowed keys at {where}: {', '.join(allowed)}")
+        key = str(loc[-1])
+        homes = [h for h in key_homes(root, key, tags) if h != where]
+        elsewhere = (f"; {key!r} is a key of {' or '.join(homes)}, not of {where}"
+                     if 0 < len(homes) <= 3 and key not in allowed else "")
+        return (f"unknown key {key!r}; {did_you_mean(key, allowed)}allowed keys at {where}: "
+                f"{', '.join(k for k in allowed if k != key)}{elsewhere}")
     if kind == "missing":
         return "is required; add it"
     if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
@@ -168,6 +175,50 @@ def _exponent_hint(value: Any) -> str:
         number = float(value)
         plain = str(int(number)) if number.is_integer() else repr(number)
         return f"; YAML reads {value} as text: write {plain} or {number:.1e}"
+    return ""
+
+
+def key_homes(root: type[BaseModel], key: str, tags: Mapping[str, type[BaseModel]]) -> list[str]:
+    """Where in ``root``'s tree of models ``key`` is a key, as path patterns
+    (``hooks[].handler (kind: http)``, ``mcp_servers.<name>``), first found first. A model in
+    ``tags`` (a tagged union's member) is looked into wherever its base class stands."""
+    found: list[str] = []
+    seen: set[type[BaseModel]] = set()
+
+    def walk(annotation: Any, path: str) -> None:
+        annotation = _unwrap(annotation)
+        origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+        if origin in (typing.Union, types.UnionType):
+            for member in args:
+                walk(member, path)
+        elif origin in (tuple, list) and args:
+            walk(args[0], f"{path}[]")
+        elif origin in (dict, Mapping) and len(args) == 2:
+            walk(args[1], f"{path}.<name>" if path else "<name>")
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            for model in (annotation, *(m for m in tags.values()
+                                        if m is not annotation and issubclass(m, annotation))):
+                if model in seen:
+                    continue
+                seen.add(model)
+                here = f"{path}{_literal_of(model)}" if path else "the top level"
+                if any((f.alias or n) == key for n, f in model.model_fields.items()):
+                    found.append(here)
+                for name, field in model.model_fields.items():
+                    walk(field.annotation, f"{path}.{field.alias or name}" if path
+                         else field.alias or name)
+
+    walk(root, "")
+    return found
+
+
+def _literal_of(model: type[BaseModel]) -> str:
+    """`` (kind: http)``: the one-value ``Literal`` field that names a tagged union's member."""
+    for name, field in model.model_fields.items():
+        if typing.get_origin(field.annotation) is typing.Literal:
+            values = typing.get_args(field.annotation)
+            if len(values) == 1:
+                return f" ({field.alias or name}: {values[0]})"
     return ""
 
 

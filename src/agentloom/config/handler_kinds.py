@@ -161,7 +161,9 @@ _adapter: TypeAdapter[HookHandlerConfig] | None = None
 
 
 def _tag(kind: str) -> str:
-    return f"<{kind}>"
+    # never the same as another union's tag (``<http>`` of mcp_servers' transport): the loader
+    # finds a key path's model by its tag
+    return f"<{kind} handler>"
 
 
 def register_handler_config(kind: str, model: type[HookHandlerConfig]) -> None:
