@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
+from urllib.parse import urlparse
 
 from pydantic import (
     BaseModel,
@@ -29,6 +30,7 @@ from pydantic import (
     StrictFloat,
     Tag,
     field_validator,
+    model_validator,
 )
 
 __all__ = [
@@ -146,9 +148,44 @@ class StdioServerConfig(_ServerBase):
 class McpOAuth(_Strict):
     """``oauth:`` of an HTTP server, read by ``agentloom mcp login`` only: the client id it
     signs in with where the authorization server offers no dynamic client registration (a
-    public client: PKCE, no secret; its redirect is ``http://127.0.0.1:<any port>/callback``)."""
+    public client: PKCE, no secret; its redirect is ``http://127.0.0.1:<any port>/callback``),
+    with ``client_secret`` for a confidential client; or the HTTPS URL of a client ID metadata
+    document: the client id where the authorization server says
+    ``client_id_metadata_document_supported`` (else the login registers a client)."""
 
-    client_id: str = Field(min_length=1)
+    client_id: str | None = Field(default=None, min_length=1)
+    client_secret: str | None = None
+    """The secret of ``client_id`` (a confidential client), only as ``${VAR}``: read from the
+    environment by the login, kept with the grant in the store's secret table, never here."""
+    client_metadata_url: str | None = None
+
+    @field_validator("client_secret")
+    @classmethod
+    def _secret(cls, secret: str | None) -> str | None:
+        if secret is not None and not re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", secret):
+            raise ValueError("must be a reference to an environment variable, \"${NAME}\" (a "
+                             "client secret is never written in the config); set NAME where "
+                             "`agentloom mcp login` runs")
+        return secret
+
+    @field_validator("client_metadata_url")
+    @classmethod
+    def _metadata_url(cls, url: str | None) -> str | None:
+        parsed = urlparse(url or "")
+        if url is not None and (parsed.scheme != "https" or parsed.path in ("", "/")):
+            raise ValueError("must be an https:// URL with a path (the client ID metadata "
+                             f"document a client id names, e.g. https://example.com/client.json; "
+                             f"got {url!r})")
+        return url
+
+    @model_validator(mode="after")
+    def _one_at_least(self) -> McpOAuth:
+        if (self.client_id is None) == (self.client_metadata_url is None):
+            raise ValueError("give one of client_id (a client registered beforehand) or "
+                             "client_metadata_url (a client ID metadata document)")
+        if self.client_secret is not None and self.client_id is None:
+            raise ValueError("client_secret is the secret of client_id: give client_id too")
+        return self
 
 
 class HttpServerConfig(_ServerBase):

@@ -32,11 +32,13 @@ from pathlib import Path
 from agentloom.config.mcp import HttpServerConfig, StdioServerConfig
 from agentloom.mcp.catalog import McpTool, list_tools
 from agentloom.mcp.connection import ConnectionRecord, McpConnection, Notifier, open_connection
+from agentloom.mcp.errors import AUTH_REQUIRED_JSONRPC, MCP_AUTH_REQUIRED, McpError
 from agentloom.mcp.launch import LaunchContext, StdioLaunch, launcher_for
 from agentloom.mcp.oauth import McpCredentials
 from agentloom.mcp.resources import McpResources, list_resources
 from agentloom.sandbox import EnvironmentPolicy, scratch_folder
 from agentloom.sandbox.ports import SandboxBackend
+from mcp import MCPError
 
 __all__ = ["ServerListing", "connected", "discover", "list_servers"]
 
@@ -90,8 +92,13 @@ async def list_servers(
         async with connected(name, config, base_dir=base_dir, backend=backend, policy=policy,
                              workspace=workspace, launch=launch, notify=notify,
                              credentials=credentials) as conn:
-            tools = await list_tools(conn, base_dir)
-            resources = await list_resources(conn, base_dir)
+            try:
+                tools = await list_tools(conn, base_dir)
+                resources = await list_resources(conn, base_dir)
+            except MCPError as exc:  # a server that guards its listing, not its handshake
+                if exc.error.code != AUTH_REQUIRED_JSONRPC:
+                    raise
+                raise McpError(MCP_AUTH_REQUIRED, conn.scrub(exc.error.message)) from None
         return ServerListing(server=name, record=conn.record, tools=tuple(tools),
                              resources=resources)
 

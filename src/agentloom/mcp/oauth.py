@@ -6,7 +6,8 @@
       login() ─► the handshake, sent without a token ─► 401 + WWW-Authenticate
         ─► protected-resource metadata (RFC 9728: resource_metadata, else /.well-known)
         ─► authorization-server metadata (RFC 8414 / OIDC discovery)
-        ─► dynamic client registration (RFC 7591), or ``oauth.client_id`` of the config
+        ─► ``oauth.client_id`` (+ ``client_secret``), else ``oauth.client_metadata_url`` where
+           the server supports client ID metadata documents, else dynamic registration (RFC 7591)
         ─► authorization code + PKCE S256, ``resource`` = the server URL (RFC 8707), redirect
            to a one-shot listener on 127.0.0.1:<random port> ─► token exchange
         ─► the grant saved in the store's ``secrets`` table ─► the handshake retried with it
@@ -14,6 +15,8 @@
       BearerTransport ─► the grant of (server, URL) ─► expired? refresh it (saved again)
         ─► ``Authorization: Bearer …`` ─► a 401, or a refresh refused
         ─► JSON-RPC error ``AUTH_REQUIRED_JSONRPC`` ─► MCP_AUTH_REQUIRED naming the login
+        ─► a 403 ``insufficient_scope`` (a step-up): the same, and the scope asked for kept in
+           the grant (``required_scope``) for the next login to ask for
 
 Every protocol step of the login (``oauth_login``) is the official ``mcp`` client's
 (``OAuthClientProvider``: discovery, registration, PKCE, the token exchange). A run's refresh
@@ -43,6 +46,11 @@ from typing import Any, Final
 import anyio
 import httpx2
 from mcp.client.auth.oauth2 import OAuthContext
+from mcp.client.auth.utils import (
+    extract_field_from_www_auth,
+    extract_scope_from_www_auth,
+    union_scopes,
+)
 from mcp.shared.auth import (
     OAuthClientInformationFull,
     OAuthClientMetadata,
@@ -88,6 +96,9 @@ class OAuthGrant:
     expires_at: float | None
     client: OAuthClientInformationFull = field(repr=False)
     updated_at: float
+    required_scope: str | None = None
+    """The scope a server asked for beyond this grant's (a call answered 403
+    ``insufficient_scope``): the next ``agentloom mcp login`` asks for it too (a step-up)."""
 
     def expired(self, now: float) -> bool:
         return self.expires_at is not None and now >= self.expires_at - REFRESH_MARGIN_S
@@ -97,7 +108,8 @@ class OAuthGrant:
         return {"server": self.server, "url": self.url, "resource": self.resource,
                 "issuer": self.issuer, "client_id": self.client.client_id,
                 "scope": self.token.scope, "expires_at": self.expires_at,
-                "refreshable": self.token.refresh_token is not None}
+                "refreshable": self.token.refresh_token is not None,
+                "required_scope": self.required_scope}
 
     def row(self, created_at: float) -> dict[str, Any]:
         return {"binding": binding_of(self.server, self.url), "kind": KIND,
@@ -106,7 +118,8 @@ class OAuthGrant:
                 "data": {"token": self.token.model_dump(mode="json", exclude_none=True),
                          "expires_at": self.expires_at, "issuer": self.issuer,
                          "token_endpoint": self.token_endpoint,
-                         "client": self.client.model_dump(mode="json", exclude_none=True)}}
+                         "client": self.client.model_dump(mode="json", exclude_none=True),
+                         "required_scope": self.required_scope}}
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> OAuthGrant:
@@ -116,7 +129,7 @@ class OAuthGrant:
                    token=OAuthToken.model_validate(data["token"]),
                    expires_at=data.get("expires_at"),
                    client=OAuthClientInformationFull.model_validate(data["client"]),
-                   updated_at=row["updated_at"])
+                   updated_at=row["updated_at"], required_scope=data.get("required_scope"))
 
 
 class McpCredentials:
@@ -189,6 +202,10 @@ class BearerTransport(httpx2.AsyncBaseTransport):
         if grant is not None:
             request.headers["Authorization"] = f"Bearer {grant.token.access_token}"
         response = await self._inner.send(request, stream=True, follow_redirects=False)
+        if response.status_code == 403 and grant is not None and extract_field_from_www_auth(
+                response, "error") == "insufficient_scope":
+            await response.aclose()
+            return _auth_required(request, await self._step_up(grant, response))
         if response.status_code != 401:
             return response
         await response.aclose()
@@ -200,6 +217,23 @@ class BearerTransport(httpx2.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+    async def _step_up(self, grant: OAuthGrant, response: httpx2.Response) -> str:
+        """A 403 ``insufficient_scope``: the scope the server asks for is kept with the grant
+        for the next ``mcp login`` (a run never signs in) and named in the message."""
+        asked = extract_scope_from_www_auth(response)
+        wanted = union_scopes(union_scopes(grant.token.scope, grant.required_scope), asked)
+        if wanted and wanted != grant.required_scope and not _covers(grant.token.scope, wanted):
+            self._grant = replace(grant, required_scope=wanted)
+            await anyio.to_thread.run_sync(self.credentials.save, self._grant)
+        if _covers(grant.token.scope, asked):
+            return (f"MCP server {self.server!r} refused the stored OAuth token (HTTP 403 "
+                    f"insufficient_scope) though it holds the scope asked for "
+                    f"({asked or 'none named'}); signing in again asks for no more")
+        return (f"MCP server {self.server!r} asks for a larger OAuth scope than it granted "
+                f"(HTTP 403 insufficient_scope: {asked or 'no scope named'}; granted: "
+                f"{grant.token.scope or 'none named'}); {login_hint(self.server)} to sign in "
+                f"again with scope {wanted!r}")
 
     async def _usable_grant(self) -> tuple[OAuthGrant | None, str | None]:
         if not self._loaded or (self._grant is not None and self._grant.expired(time.time())):
@@ -250,6 +284,11 @@ class BearerTransport(httpx2.AsyncBaseTransport):
             "scope": token.scope or grant.token.scope})
         return replace(grant, token=token, expires_at=calculate_token_expiry(token.expires_in),
                        updated_at=time.time())
+
+
+def _covers(granted: str | None, asked: str | None) -> bool:
+    """Whether the scope ``granted`` holds every scope of ``asked``."""
+    return set((asked or "").split()) <= set((granted or "").split())
 
 
 def _oauth_error(answer: httpx2.Response) -> str:

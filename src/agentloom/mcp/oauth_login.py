@@ -22,11 +22,17 @@ import contextlib
 import time
 import webbrowser
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 from urllib.parse import parse_qs, urljoin, urlparse
 
 import anyio
 import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
+from mcp.client.auth.utils import (
+    extract_field_from_www_auth,
+    extract_scope_from_www_auth,
+    union_scopes,
+)
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 
@@ -69,33 +75,58 @@ async def login(
     headers = resolve_values(config.headers, where=f"mcp_servers.{server}.headers",
                              secrets=secrets, environ=environ)
     storage = TokenMemory()
+    refusals = _Refusals()
+    oauth = config.oauth
+    earlier = await anyio.to_thread.run_sync(credentials.load, server, config.url)
     async with _loopback(server, timeout_s) as (redirect_uri, callback):
-        if config.oauth is not None:  # the authorization server registers no clients itself
+        if oauth is not None and oauth.client_id is not None:  # registered beforehand
+            secret = None if oauth.client_secret is None else resolve_values(
+                {"client_secret": oauth.client_secret}, where=f"mcp_servers.{server}.oauth",
+                secrets=secrets, environ=environ)["client_secret"]
             storage.client = OAuthClientInformationFull(
-                client_id=config.oauth.client_id, redirect_uris=[redirect_uri],  # type: ignore[list-item]
-                token_endpoint_auth_method="none")
+                client_id=oauth.client_id, client_secret=secret,
+                redirect_uris=[redirect_uri],  # type: ignore[list-item]
+                token_endpoint_auth_method="none" if secret is None else "client_secret_basic")
 
         async def redirect(url: str) -> None:
             announce(url)
             if open_browser:
                 await anyio.to_thread.run_sync(webbrowser.open, url)
 
-        provider = OAuthClientProvider(
+        provider = _Provider(
+            earlier.required_scope if earlier is not None else None,
             server_url=config.url, storage=storage, redirect_handler=redirect,
-            callback_handler=callback, client_metadata=OAuthClientMetadata(
+            callback_handler=callback,
+            client_metadata_url=oauth.client_metadata_url if oauth is not None else None,
+            client_metadata=OAuthClientMetadata(
                 client_name="AgentLoom", redirect_uris=[redirect_uri],  # type: ignore[list-item]
                 grant_types=["authorization_code", "refresh_token"], response_types=["code"],
                 token_endpoint_auth_method="none"))
         try:
             async with (httpx2.AsyncClient(auth=provider, headers=headers,
+                                           event_hooks={"response": [refusals.note]},
                                            timeout=httpx2.Timeout(30.0, read=300.0)) as http,
                         streamable_http_client(config.url, http_client=http) as (read, write),
                         ClientSession(read, write, client_info=_client_info()) as session):
                 with anyio.fail_after(timeout_s + 60.0):
                     await handshake(session, server=server, protocol=config.protocol)
+                    # a server may leave its handshake open and guard its methods: listing
+                    # is what a run does first, so it is signed in for too
+                    await session.list_tools()
         except BaseException as exc:  # the flow's errors surface from the transport's tasks
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
                 raise
+            if refusals.asked is not None and storage.tokens is not None:
+                granted = storage.tokens.scope
+                why = ("though the token holds every scope it names" if set(
+                    refusals.asked.split()) <= set((granted or "").split()) else
+                       "and the authorization server did not grant them")
+                raise McpError(MCP_LOGIN_FAILED, scrub(
+                    f"signing in to MCP server {server!r} failed: it refuses the token just "
+                    f"issued (HTTP 403 insufficient_scope, asking for scope "
+                    f"{refusals.asked or '(none named)'}; granted: {granted or '(none named)'}) "
+                    f"{why}; signing in again would not change that — see the server's "
+                    "access policy", secrets)) from None
             raise _login_error(server, exc, secrets) from None
     if storage.tokens is None:
         return None
@@ -111,6 +142,33 @@ async def login(
         updated_at=time.time())
     await anyio.to_thread.run_sync(credentials.save, grant)
     return grant
+
+
+class _Refusals:
+    """The scope of the last 403 ``insufficient_scope`` answer the login saw (after the SDK's
+    one step-up per request: a server that keeps asking ends the login, named as such)."""
+
+    asked: str | None = None
+
+    async def note(self, response: httpx2.Response) -> None:
+        if response.status_code == 403 and extract_field_from_www_auth(
+                response, "error") == "insufficient_scope":
+            self.asked = extract_scope_from_www_auth(response) or ""
+
+
+class _Provider(OAuthClientProvider):
+    """The ``mcp`` client's OAuth flow, asking for the scope a server demanded of an earlier
+    grant too (a step-up: a run's call answered 403 ``insufficient_scope``; ``oauth`` kept the
+    scope it asked for in the grant) on top of the scope its challenge names now."""
+
+    def __init__(self, step_up: str | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.step_up = step_up
+
+    async def _perform_authorization(self) -> httpx2.Request:
+        metadata = self.context.client_metadata
+        metadata.scope = union_scopes(metadata.scope, self.step_up)
+        return await super()._perform_authorization()
 
 
 def _login_error(server: str, exc: BaseException, secrets: list[str]) -> AgentLoomError:
