@@ -32,6 +32,17 @@ def test_example_python_api_runs_a_planner_and_an_executor(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     assert "succeeded: hello.txt is written and says hello." in done.stdout
     assert "delegation.call.completed" in done.stdout
+    # i36 (1): it ends succeeded with no failed call (its count_words returns an int)
+    run_id = done.stdout.split("run ", 1)[1].split(":", 1)[0]
+    shown = _run("-m", "agentloom", "runs", "show", run_id, "--json", "--store",
+                 f"sqlite:///{tmp_path / 'api.db'}", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    detail = json.loads(shown.stdout)
+    assert detail["status"] == "succeeded"
+    statuses = {op["capability"]: op["status"] for op in detail["operations"]}
+    assert statuses["text.count_words"] == "succeeded"
+    assert set(statuses.values()) == {"succeeded"}, statuses
+    assert "INVALID_TOOL_OUTPUT" not in shown.stdout
 
 
 def test_example_approvals_submits_waits_for_a_person_and_resumes(tmp_path: Path) -> None:
@@ -90,6 +101,24 @@ def test_example_a2a_serving_answers_the_official_client_on_both_bindings(tmp_pa
     assert lines[0].startswith("card: [('JSONRPC'") and "HTTP+JSON" in lines[0]
     assert lines[1].startswith("JSONRPC: task ") and lines[1].endswith("TASK_STATE_COMPLETED")
     assert lines[2].startswith("HTTP+JSON: TASK_STATE_COMPLETED: ")
+
+
+def test_example_a2a_tck_config_loads_an_agent_that_works_until_cancelled() -> None:
+    """Issue 36 (14): examples/a2a-tck, the config the A2A TCK is run against (by hand, not in
+    CI: tests/host/test_i36_14_a2a_tck.py serves it): one agent whose script keeps its task
+    working in an exec call, then answers."""
+    from agentloom.config.loader import load_config
+    from agentloom.models.offline import load_script
+
+    folder = ROOT / "examples" / "a2a-tck"
+    config = load_config(folder / "agentloom.yaml")
+    assert list(config.agents) == ["main"] and config.agents["main"].tools == ("exec",)
+    first, last = load_script(folder / "turns.yaml").turns
+    (call,) = first.tool_calls
+    assert call.name == "exec" and isinstance(call.arguments, dict)
+    assert call.arguments["argv"][0] == "sleep"
+    assert last.text and not last.tool_calls and last.expect is None
+    assert "agentloom serve" in (folder / "README.md").read_text(encoding="utf-8")
 
 
 def test_example_workflow_routes_an_error_waits_for_approval_and_publishes(tmp_path: Path) -> None:

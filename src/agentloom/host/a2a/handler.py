@@ -76,7 +76,15 @@ from google.protobuf.json_format import MessageToDict  # type: ignore[import-unt
 from agentloom.agent.runtime import Runtime
 from agentloom.errors import AgentLoomError, StoreError
 from agentloom.host.a2a.list import check_status, list_tasks
-from agentloom.host.a2a.tasks import INTERRUPTED, TERMINAL, facts_of, state_of, task_of, text_of
+from agentloom.host.a2a.tasks import (
+    INTERRUPTED,
+    TERMINAL,
+    facts_of,
+    follow_ups,
+    state_of,
+    task_of,
+    text_of,
+)
 from agentloom.host.access import key_still_valid
 from agentloom.refs import Principal
 from agentloom.store.runs import RunRecord, get_run
@@ -210,7 +218,8 @@ class RunRequestHandler(RequestHandler):
                           context: ServerCallContext) -> Task | None:
         validate_history_length(params)
         run = self._owned(params.id, _principal(context))
-        return apply_history_length(task_of(run), params)
+        return apply_history_length(task_of(run, follow_ups(self.runtime.store, run.run_id)),
+                                    params)
 
     @validate_request_params
     async def on_list_tasks(self, params: ListTasksRequest,
@@ -236,7 +245,8 @@ class RunRequestHandler(RequestHandler):
     @validate_request_params
     async def on_subscribe_to_task(self, params: SubscribeToTaskRequest,
                                    context: ServerCallContext) -> AsyncGenerator[Event]:
-        task = task_of(self._owned(params.id, _principal(context)))
+        run = self._owned(params.id, _principal(context))
+        task = task_of(run, follow_ups(self.runtime.store, run.run_id))
         if task.status.state in TERMINAL:
             raise UnsupportedOperationError(
                 message=f"task {params.id} is {TaskState.Name(task.status.state)}: nothing "
@@ -314,7 +324,7 @@ class RunRequestHandler(RequestHandler):
         run = get_run(self.runtime.store, run_id, lenient=True)
         if run is None:
             raise TaskNotFoundError
-        return task_of(run)
+        return task_of(run, follow_ups(self.runtime.store, run_id))
 
     async def _settle(self, run_id: str, wait_s: float, *, ended_or_asking: bool) -> None:
         """Until the task ended (``ended_or_asking``: or asks for input), or ``wait_s``."""

@@ -5,11 +5,11 @@
     principal_keys (run_id, status, updated_at) ──► filter, sort, page ──► the page's runs
                                                                            (get_run) ──► Task
 
-Only the page's runs are read whole and made tasks: the others are read as three columns (no
-``data`` decoded), so a page of one costs one run's row however many (or large) runs the
-principal has. A ``contextId`` filter is the exception: a run's context is in its data, so
-then every run of the principal is read. ``list_tasks`` blocks on the store: the handler runs
-it in a worker thread, never on the event loop.
+Only the page's runs are read whole (with their follow-up messages) and made tasks: the others
+are read as three columns (no ``data`` decoded), so a page of one costs one run's row however
+many (or large) runs the principal has. A ``contextId`` filter is the exception: a run's
+context is in its data, so then every run of the principal is read. ``list_tasks`` blocks on
+the store: the handler runs it in a worker thread, never on the event loop.
 
 A status filter that names no task state is ``InvalidParamsError`` (the SDK reads an unknown
 state name as no filter at all: ``check_status`` looks at what the request said).
@@ -30,7 +30,7 @@ from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import apply_history_length
 
-from agentloom.host.a2a.tasks import state_of, task_of
+from agentloom.host.a2a.tasks import follow_ups, state_of, task_of
 from agentloom.refs import Principal
 from agentloom.store import Store
 from agentloom.store.runs import RunKey, RunRecord, get_run, principal_keys, principal_runs
@@ -83,7 +83,7 @@ def list_tasks(store: Store, principal: Principal, params: ListTasksRequest) -> 
         run = whole.get(key.run_id) or get_run(store, key.run_id, lenient=True)
         if run is None or not run.done_for(principal):  # deleted since
             continue
-        task = task_of(run)
+        task = task_of(run, follow_ups(store, run.run_id))
         if not params.include_artifacts:
             task.ClearField("artifacts")
         response.tasks.append(apply_history_length(task, params))

@@ -11,7 +11,9 @@ Every ``/a2a`` request authenticates with an API key (``Authorization: Bearer KE
 host's ``access.principal_of``); without a valid one it is the host's 401 problem, before the
 SDK sees it. The card declares that scheme. The card's interface URLs are
 ``AGENTLOOM_A2A_URL`` (the public base URL, e.g. behind a proxy) when it is set, else the
-base URL of the request that fetched the card.
+base URL of the request that fetched the card. ``AGENTLOOM_A2A_WAIT_S`` (seconds, > 0) bounds
+how long a blocking ``SendMessage`` waits for its task to end or ask for input (default
+``handler.WAIT_S``); it is read when the routes are built, and a bad value is refused then.
 
 Owns: the card, the routes, authentication of A2A requests. Does not own the methods
 (``host.a2a.handler``) nor the task mapping (``host.a2a.tasks``).
@@ -49,18 +51,21 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentloom.agent.runtime import Runtime
-from agentloom.host.a2a.handler import PRINCIPAL, REQUEST, WORKER, RunRequestHandler
+from agentloom.errors import ConfigError
+from agentloom.host.a2a.handler import PRINCIPAL, REQUEST, WAIT_S, WORKER, RunRequestHandler
 from agentloom.host.access import principal_of
 from agentloom.host.problems import Problem, problem_response
 from agentloom.store import Store
 
-__all__ = ["JSONRPC_PATH", "PREFIX", "PUBLIC_URL_ENV", "REST_PATH", "a2a_routes", "agent_card"]
+__all__ = ["JSONRPC_PATH", "PREFIX", "PUBLIC_URL_ENV", "REST_PATH", "WAIT_ENV", "a2a_routes",
+           "agent_card", "blocking_wait_s"]
 
 PREFIX = "/a2a"
 WELL_KNOWN = "/.well-known"
 JSONRPC_PATH = PREFIX + "/jsonrpc"
 REST_PATH = PREFIX + "/rest"
 PUBLIC_URL_ENV = "AGENTLOOM_A2A_URL"
+WAIT_ENV = "AGENTLOOM_A2A_WAIT_S"
 MODES = ["text/plain", "application/json"]
 BEARER = "bearer"
 
@@ -162,7 +167,7 @@ def _card_routes(runtime: Runtime) -> list[BaseRoute]:
 def a2a_routes(runtime: Runtime) -> list[BaseRoute]:
     """The card route (open) and, under ``/a2a``, the JSON-RPC and HTTP+JSON bindings on
     ``runtime`` (every request authenticated)."""
-    handler = RunRequestHandler(runtime)
+    handler = RunRequestHandler(runtime, wait_s=blocking_wait_s(os.environ.get(WAIT_ENV)))
     contexts = _Contexts()
     bindings = [*create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH.removeprefix(PREFIX),
                                        context_builder=contexts),
@@ -171,3 +176,23 @@ def a2a_routes(runtime: Runtime) -> list[BaseRoute]:
     return [*_card_routes(runtime),
             Mount(PREFIX, app=_Authenticated(Router(routes=bindings, redirect_slashes=False),
                                              runtime.store))]
+
+
+def blocking_wait_s(raw: str | None) -> float:
+    """The bound of a blocking ``SendMessage``: ``raw`` (``AGENTLOOM_A2A_WAIT_S``) in seconds,
+    else ``WAIT_S``.
+
+    Raises:
+        ConfigError: ``raw`` is not a number of seconds > 0.
+    """
+    if raw is None or not raw.strip():
+        return WAIT_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise ConfigError(f"{WAIT_ENV}={raw[:40]!r} is not a number of seconds > 0: set it to "
+                          f"e.g. 2 (a blocking SendMessage then answers a task still working "
+                          f"after 2 s), or unset it for the default {WAIT_S:g} s")
+    return seconds

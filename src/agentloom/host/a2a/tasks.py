@@ -23,7 +23,9 @@ cancelled      TASK_STATE_CANCELED           the reason as the status message
 
 A run started over A2A keeps its ``contextId`` and the message that started it in
 ``data.a2a``; any other run of the principal (``POST /v1/runs``) is a task too, its context id
-its run id. ``metadata.agentloom`` names the run's agent and stored status.
+its run id. The task's ``history`` is that first message, then each message sent to the working
+task (the run's supplements, ``follow_ups``), in the order sent. ``metadata.agentloom`` names
+the run's agent and stored status.
 
 Owns: the mapping, reading a message's text, the facts a new run keeps. Does not own the
 requests (``host.a2a.handler``).
@@ -31,7 +33,7 @@ requests (``host.a2a.handler``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, assert_never, cast
 
 from a2a.types import (
@@ -48,11 +50,17 @@ from google.protobuf.json_format import MessageToDict, ParseDict  # type: ignore
 from google.protobuf.struct_pb2 import Value  # type: ignore[import-untyped]
 from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyped]
 
+from agentloom.agent.controls import SUPPLEMENT
 from agentloom.canonical import sorted_json
 from agentloom.results import RunStatus
+from agentloom.store import Store
+from agentloom.store.controls import run_controls
 from agentloom.store.runs import RunRecord
 
-__all__ = ["INTERRUPTED", "STATE_OF", "TERMINAL", "facts_of", "task_of", "text_of"]
+__all__ = ["INTERRUPTED", "STATE_OF", "TERMINAL", "FollowUp", "facts_of", "follow_ups",
+           "task_of", "text_of"]
+
+FollowUp = tuple[str, str]  # (message id: the control's id, text) of a message to a working task
 
 STATE_OF: dict[RunStatus, TaskState] = {
     "pending": TaskState.TASK_STATE_SUBMITTED,
@@ -104,9 +112,16 @@ def facts_of(message: Message, *, context_id: str) -> dict[str, Any]:
                     "message": MessageToDict(message, preserving_proto_field_name=False)}}
 
 
-def task_of(run: RunRecord | Mapping[str, Any]) -> Task:
+def follow_ups(store: Store, run_id: str) -> list[FollowUp]:
+    """The messages sent to the run while it worked (its supplements), in the order sent."""
+    return [(c.event_id, str(c.data.get("text", "")))
+            for c in run_controls(store, run_id, kind=SUPPLEMENT)]
+
+
+def task_of(run: RunRecord | Mapping[str, Any], follow: Sequence[FollowUp] = ()) -> Task:
     """The task of one run: its record (``store.runs``; read ``lenient``, a status this
-    version does not know is ``UNSPECIFIED``) or its ``runs`` row as ``Store.get`` returns it."""
+    version does not know is ``UNSPECIFIED``) or its ``runs`` row as ``Store.get`` returns it;
+    ``follow`` (``follow_ups``) is the rest of its history."""
     if isinstance(run, RunRecord):
         run_id, stored, updated_at, data = run.run_id, run.stored_status, run.updated_at, run.data
     else:
@@ -128,6 +143,9 @@ def task_of(run: RunRecord | Mapping[str, Any]) -> Task:
         first = ParseDict(a2a["message"], Message(), ignore_unknown_fields=True)
         first.task_id, first.context_id = run_id, context_id
         task.history.append(first)
+    for message_id, text in follow:
+        task.history.append(Message(message_id=message_id, role=Role.ROLE_USER, task_id=run_id,
+                                    context_id=context_id, parts=[Part(text=text)]))
     if state == TaskState.TASK_STATE_COMPLETED and data.get("output") is not None:
         task.artifacts.append(_artifact(run_id, data["output"]))
     task.metadata.update({"agentloom": {"agent": data.get("agent"),
