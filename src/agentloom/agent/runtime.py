@@ -307,6 +307,13 @@ class Runtime:
         closes (e.g. a command bus ending the runs its executions were recorded in)."""
         self._closers.append(closer)
 
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """``async with Runtime(...) as runtime:`` closes it on the way out (``aclose``)."""
+        await self.aclose()
+
     async def aclose(self) -> None:
         for live in list(self._driver.live.values()):
             if live.task is not None and not live.task.done():
