@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -34,6 +35,46 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the controller only, not each xdist worker
         compileall.compile_dir(Path(__file__).resolve().parents[1] / "src" / "agentloom",
                                quiet=1)
+
+
+# The slow tests (issue #36, 12): `pytest -m "not slow"` leaves them out, for a quick pass while
+# working. tests/slow.txt lists them, one node id a line (a file, a class, a test or one of its parameters),
+# as `python tests/slow_list.py` picks them from a run's `--durations=0` report.
+SLOW_LIST = Path(__file__).with_name("slow.txt")
+
+
+def _slow_prefixes() -> tuple[str, ...]:
+    lines = SLOW_LIST.read_text(encoding="utf-8").splitlines() if SLOW_LIST.exists() else []
+    return tuple(s for s in (line.split("#", 1)[0].strip() for line in lines) if s)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    prefixes = _slow_prefixes()
+    for item in items:
+        nodeid = item.nodeid
+        listed = any(nodeid == p or nodeid.startswith((p + "::", p + "[")) for p in prefixes)
+        if listed or item.get_closest_marker("kill") is not None:
+            item.add_marker(pytest.mark.slow)
+
+
+_LOCATION = re.compile(r"^Skipped: ")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Every skip with its reason, grouped (issue #36, 12): a skip is a backend or tool this
+    machine lacks, never a test that passed by doing nothing (README, "What a skip means")."""
+    reports = terminalreporter.stats.get("skipped", [])
+    reasons: dict[str, int] = {}
+    for report in reports:
+        longrepr = getattr(report, "longrepr", None)
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reason = _LOCATION.sub("", str(reason)).strip()
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if not reasons:
+        return
+    terminalreporter.section(f"{len(reports)} skipped, by reason (README: what a skip means)")
+    for reason, count in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
+        terminalreporter.write_line(f"{count:5d} × {reason}")
 
 
 def pg_available() -> bool:
