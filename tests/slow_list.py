@@ -1,7 +1,7 @@
 """Pick the slow tests from a run's durations (issue #36, 12) and write ``tests/slow.txt``.
 
     python -m pytest -q -n 3 --dist worksteal --durations=0 > durations.log
-    python tests/slow_list.py durations.log [--threshold 1.0]
+    python tests/slow_list.py durations.log [--threshold 0.6]
 
 A test is slow when its setup, call and teardown together took ``--threshold`` seconds or
 more in that run. A file whose every test is slow is listed once, as the file. The list is a
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("log", type=Path, help="the output of a run with --durations=0")
-    parser.add_argument("--threshold", type=float, default=1.0, help="seconds (default 1.0)")
+    parser.add_argument("--threshold", type=float, default=0.6, help="seconds (default 0.6)")
     args = parser.parse_args(argv)
     per_test = durations(args.log.read_text(encoding="utf-8", errors="replace"))
     if not per_test:
