@@ -18,6 +18,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from agentloom.sandbox.reach import can_make_mount_namespace
+
 from .support import agentloom
 
 MCP_SERVER_GIT = Path(sys.executable).parent / "mcp-server-git"
@@ -31,6 +35,17 @@ GIT_SERVER = f"""\
     command: {json.dumps(str(MCP_SERVER_GIT))}
 """
 STATUS = ("git", "git_status", "--args", '{"repo_path": "."}')
+
+
+def _host_paths_only() -> bool:
+    """A root runtime that may not make a mount namespace (the 'container' test shape): its
+    servers run at the host's paths as uid 65534, which cannot reach pytest's 0700 folders."""
+    return os.geteuid() == 0 and not can_make_mount_namespace()
+
+
+REACHABLE = pytest.mark.skipif(_host_paths_only(), reason=(
+    "without a mount namespace uid 65534 cannot reach pytest's 0700 folders: "
+    "test_i36_5_in_a_default_container_mcp_list_names_the_refusal_and_exits_1 checks what is shown"))
 
 
 def _config(folder: Path, servers: str, extra: str = "") -> Path:
@@ -59,6 +74,7 @@ def _owners_and_modes(folder: Path) -> dict[str, tuple[int, int, int]]:
     return {k: (s.st_uid, s.st_gid, s.st_mode) for k, s in found.items()}
 
 
+@REACHABLE
 def test_i36_5_mcp_list_reports_every_server_and_exits_1_when_one_failed(tmp_path: Path) -> None:
     config = _config(tmp_path / "proj", GIT_SERVER + f"""\
   broken:
@@ -94,6 +110,7 @@ def test_i36_5_mcp_list_reports_every_server_and_exits_1_when_one_failed(tmp_pat
     assert [(s["server"], s["ok"]) for s in json.loads(ok.stdout)] == [("git", True)]
 
 
+@REACHABLE
 def test_i36_5_mcp_call_works_in_the_workdir_and_keeps_its_owner_and_mode(tmp_path: Path) -> None:
     repo = _repository(tmp_path / "repo")
     link = tmp_path / "link-to-repo"
@@ -116,6 +133,7 @@ def test_i36_5_mcp_call_works_in_the_workdir_and_keeps_its_owner_and_mode(tmp_pa
     assert "nowhere" in missing.stderr
 
 
+@REACHABLE
 def test_i36_5_mcp_call_works_in_workspace_bind_else_says_the_folder_is_empty(
         tmp_path: Path) -> None:
     repo = _repository(tmp_path / "repo")
@@ -138,3 +156,20 @@ def test_i36_5_mcp_call_works_in_workspace_bind_else_says_the_folder_is_empty(
     assert said == (f"MCP server 'git' works in an empty temporary folder (no --workdir and no "
                     f"workspace.bind in {unbound}; pass --workdir PATH to work in a folder of "
                     "yours)")
+
+
+@pytest.mark.skipif(not _host_paths_only(), reason="only without a mount namespace (the 'container' "
+                    "test shape) can a server's folder be out of the sandbox's reach")
+def test_i36_5_in_a_default_container_mcp_list_names_the_refusal_and_exits_1(tmp_path: Path) -> None:
+    """Where the sandbox's uid cannot reach the server's folders, every server is still reported:
+    the refusal names the folder and the fixes, and the command exits 1."""
+    config = _config(tmp_path / "proj", GIT_SERVER)
+    listed = agentloom("mcp", "list", str(config), "--json", cwd=config.parent)
+    assert listed.returncode == 1, listed.stderr
+    (git,) = json.loads(listed.stdout)
+    assert (git["server"], git["ok"], git["error"]["code"]) == ("git", False, "FOLDER_UNREACHABLE")
+    assert "chmod o+x" in git["error"]["message"]
+    shown = agentloom("mcp", "list", str(config), cwd=config.parent)
+    assert shown.returncode == 1
+    assert "git  stdio  error: FOLDER_UNREACHABLE: " in shown.stdout
+    assert "1 of 1 MCP server(s) could not be listed: git" in shown.stderr
