@@ -11,27 +11,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.cli.support import Cli, agentloom, write_project
-
-TURNS = """\
-  - tool_calls:
-      - name: exec
-        arguments: {argv: [touch, ran-once], timeout_s: 60}
-  - text: finished
-"""
-GUARD = '''\
-def ask_exec(event):
-    return {"decision": "ask", "reason": "Run it?"}
-'''
+from tests.cli.support import Cli, agentloom, asking_exec_project
 
 
 def _waiting_run(tmp_path: Path, cli: Cli) -> tuple[Path, str, str]:
     """A run whose exec call waits for a person (its worker process has exited): the config,
     the run id and the call's operation id."""
-    extra = ("    hooks:\n      - {timing: before, event: tool, match: {capability: exec}, "
-             "handler: {ref: \"guards:ask_exec\"}}\n")
-    config = write_project(tmp_path / "p", TURNS, tools=["exec"], extra=extra)
-    (tmp_path / "p" / "guards.py").write_text(GUARD, encoding="utf-8")
+    config = asking_exec_project(tmp_path / "p")
     run_id = _json("submit", str(config), "touch the file", "--store", cli.store,
                    cwd=tmp_path)["run_id"]
     _json("worker", str(config), "--once", "--store", cli.store, cwd=tmp_path)

@@ -48,6 +48,28 @@ def write_project(folder: Path, turns: str, *, tools: Sequence[str] = ("fs.read"
     return config
 
 
+EXEC_ONCE = """\
+  - tool_calls:
+      - name: exec
+        arguments: {argv: [touch, ran-once], timeout_s: 60}
+  - text: finished
+"""
+ASK_EXEC = '''\
+def ask_exec(event):
+    return {"decision": "ask", "reason": "Run it?"}
+'''
+
+
+def asking_exec_project(folder: Path, turns: str = EXEC_ONCE, *, extra: str = "") -> Path:
+    """A config whose exec calls a before-hook asks a person about (``guards:ask_exec``,
+    written beside it), the script model playing ``turns``."""
+    hooks = ("    hooks:\n      - {timing: before, event: tool, match: {capability: exec}, "
+             "handler: {ref: \"guards:ask_exec\"}}\n")
+    config = write_project(folder, turns, tools=["exec"], extra=hooks + extra)
+    (folder / "guards.py").write_text(ASK_EXEC, encoding="utf-8")
+    return config
+
+
 def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "AGENTLOOM_STORE"}
 

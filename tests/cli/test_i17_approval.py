@@ -10,26 +10,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .support import Cli, agentloom, write_project
-
-TURNS = """\
-  - tool_calls:
-      - name: exec
-        arguments: {argv: [touch, ran-once], timeout_s: 60}
-  - text: finished
-"""
-GUARD = '''\
-def ask_exec(event):
-    return {"decision": "ask", "reason": "Run it?"}
-'''
+from .support import Cli, agentloom, asking_exec_project
 
 
 def _project(tmp_path: Path, *, limits: str = "") -> Path:
-    extra = ("    hooks:\n      - {timing: before, event: tool, match: {capability: exec}, "
-             "handler: {ref: \"guards:ask_exec\"}}\n" + limits + "workspace: {keep: true}\n")
-    config = write_project(tmp_path / "p", TURNS, tools=["exec"], extra=extra)
-    (tmp_path / "p" / "guards.py").write_text(GUARD, encoding="utf-8")
-    return config
+    return asking_exec_project(tmp_path / "p", extra=limits + "workspace: {keep: true}\n")
 
 
 def _json(*args: str, cwd: Path, code: int = 0) -> Any:

@@ -14,18 +14,7 @@ from typing import Any
 from agentloom.assembly import runtime_from_config
 from agentloom.config import load_config
 
-from .support import Cli, agentloom, write_project
-
-TURNS = """\
-  - tool_calls:
-      - name: exec
-        arguments: {argv: [touch, ran-once], timeout_s: 60}
-  - text: finished
-"""
-GUARD = '''\
-def ask_exec(event):
-    return {"decision": "ask", "reason": "Run it?"}
-'''
+from .support import Cli, agentloom, asking_exec_project
 
 
 def _json(*args: str, cwd: Path) -> Any:
@@ -41,10 +30,7 @@ def _types(events: list[dict[str, Any]]) -> list[str]:
 def test_i36_4_runs_events_carries_run_waiting_then_run_resumed_and_next_step_names_commands(
         tmp_path: Path, store_url: str) -> None:
     cli = Cli(store_url)
-    extra = ("    hooks:\n      - {timing: before, event: tool, match: {capability: exec}, "
-             "handler: {ref: \"guards:ask_exec\"}}\n")
-    config = write_project(tmp_path / "p", TURNS, tools=["exec"], extra=extra)
-    (tmp_path / "p" / "guards.py").write_text(GUARD, encoding="utf-8")
+    config = asking_exec_project(tmp_path / "p")
     run_id = _json("submit", str(config), "touch the file", "--store", store_url,
                    cwd=tmp_path)["run_id"]
     _json("worker", str(config), "--once", "--store", store_url, cwd=tmp_path)
@@ -82,10 +68,7 @@ def test_i36_4_runs_events_carries_run_waiting_then_run_resumed_and_next_step_na
 
 def test_i36_4_the_python_handle_streams_run_waiting_and_runtime_events_add_run_resumed(
         tmp_path: Path, store_url: str) -> None:
-    extra = ("    hooks:\n      - {timing: before, event: tool, match: {capability: exec}, "
-             "handler: {ref: \"guards:ask_exec\"}}\n")
-    config = write_project(tmp_path / "p", TURNS, tools=["exec"], extra=extra)
-    (tmp_path / "p" / "guards.py").write_text(GUARD, encoding="utf-8")
+    config = asking_exec_project(tmp_path / "p")
 
     async def scenario() -> tuple[str, list[Any], list[Any]]:
         runtime = runtime_from_config(load_config(config), store=store_url)
@@ -125,10 +108,7 @@ BATCH = """\
 def test_i36_4_two_waiting_calls_give_one_run_resumed_after_the_last_answer(
         tmp_path: Path, store_url: str) -> None:
     cli = Cli(store_url)
-    extra = ("    hooks:\n      - {timing: before, event: tool, match: {capability: exec}, "
-             "handler: {ref: \"guards:ask_exec\"}}\n")
-    config = write_project(tmp_path / "p", BATCH, tools=["exec"], extra=extra)
-    (tmp_path / "p" / "guards.py").write_text(GUARD, encoding="utf-8")
+    config = asking_exec_project(tmp_path / "p", BATCH)
     run_id = _json("submit", str(config), "touch both", "--store", store_url,
                    cwd=tmp_path)["run_id"]
     _json("worker", str(config), "--once", "--store", store_url, cwd=tmp_path)

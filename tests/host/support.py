@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx2
 from jsonschema import Draft202012Validator
+from tests.cli.support import write_project
 
 from agentloom.host import create_key
 from agentloom.pipeline.coordinator import CommitCoordinator
@@ -166,3 +167,26 @@ def wait_status(api: Api, run_id: str, statuses: set[str], timeout_s: float = 90
             return dict(run)
         assert time.monotonic() < deadline, run
         time.sleep(0.2)
+
+
+# A project whose agent writes hello.txt; with ``asking`` a before-hook asks a person first.
+WRITE = """\
+  - tool_calls:
+      - name: fs_write
+        arguments: {path: hello.txt, content: hi there}
+  - text: done
+"""
+GUARD = '''\
+def ask_write(event):
+    return {"decision": "ask", "reason": "Write it?"}
+'''
+ASKING = ("    hooks:\n      - {timing: before, event: tool, match: {capability: fs.write}, "
+          "handler: {ref: \"guards:ask_write\"}}\n")
+RUN = "/v1/runs/{run_id}"
+
+
+def hello_project(folder: Path, *, asking: bool, extra: str = "") -> Path:
+    """``folder``'s config (written): the agent writes hello.txt, asked about first if ``asking``."""
+    config = write_project(folder, WRITE, tools=["fs.write"], extra=(ASKING if asking else "") + extra)
+    (folder / "guards.py").write_text(GUARD, encoding="utf-8")
+    return config

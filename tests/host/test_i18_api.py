@@ -12,30 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx2
-from tests.cli.support import write_project
 
-from .support import Api, make_key, read_events, serving, wait_status
-
-WRITE = """\
-  - tool_calls:
-      - name: fs_write
-        arguments: {path: hello.txt, content: hi there}
-  - text: done
-"""
-GUARD = '''\
-def ask_write(event):
-    return {"decision": "ask", "reason": "Write it?"}
-'''
-ASKING = ("    hooks:\n      - {timing: before, event: tool, match: {capability: fs.write}, "
-          "handler: {ref: \"guards:ask_write\"}}\n")
-RUN = "/v1/runs/{run_id}"
+from .support import RUN, Api, hello_project, make_key, read_events, serving, wait_status
 
 
 def _project(tmp_path: Path, *, asking: bool = False) -> Path:
-    config = write_project(tmp_path / "p", WRITE, tools=["fs.write"],
-                           extra=(ASKING if asking else "") + "workspace: {keep: true}\n")
-    (tmp_path / "p" / "guards.py").write_text(GUARD, encoding="utf-8")
-    return config
+    return hello_project(tmp_path / "p", asking=asking, extra="workspace: {keep: true}\n")
 
 
 def _api(base: str, key: str | None) -> Api:

@@ -11,33 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from tests.cli.support import write_project
 
-from .support import Api, make_key, serving, wait_status
+from .support import RUN, Api, hello_project, make_key, serving, wait_status
 from .test_i18_3_ui import _playwright, browser, keyed_store
 
 __all__ = ["browser", "keyed_store"]  # fixtures shared with the issue 18 inspector test
 
-WRITE = """\
-  - tool_calls:
-      - name: fs_write
-        arguments: {path: hello.txt, content: hi there}
-  - text: done
-"""
-GUARD = '''\
-def ask_write(event):
-    return {"decision": "ask", "reason": "Write it?"}
-'''
-ASKING = ("    hooks:\n      - {timing: before, event: tool, match: {capability: fs.write}, "
-          "handler: {ref: \"guards:ask_write\"}}\n")
-RUN = "/v1/runs/{run_id}"
 TIMEOUT_MS = 60_000
 
 
 def _project(tmp_path: Path) -> Path:
-    config = write_project(tmp_path / "p", WRITE, tools=["fs.write"], extra=ASKING)
-    (tmp_path / "p" / "guards.py").write_text(GUARD, encoding="utf-8")
-    return config
+    return hello_project(tmp_path / "p", asking=True)
 
 
 def _write_call(api: Api, run_id: str) -> dict[str, Any]:

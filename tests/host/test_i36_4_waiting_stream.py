@@ -11,30 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from tests.cli.support import write_project
 
-from .support import Api, make_key, serving, sse, wait_status
+from .support import RUN, Api, hello_project, make_key, serving, sse, wait_status
 
-WRITE = """\
-  - tool_calls:
-      - name: fs_write
-        arguments: {path: hello.txt, content: hi there}
-  - text: done
-"""
-GUARD = '''\
-def ask_write(event):
-    return {"decision": "ask", "reason": "Write it?"}
-'''
-ASKING = ("    hooks:\n      - {timing: before, event: tool, match: {capability: fs.write}, "
-          "handler: {ref: \"guards:ask_write\"}}\n")
-RUN = "/v1/runs/{run_id}"
 STREAM_TIMEOUT_S = 120
 
 
 def _project(tmp_path: Path) -> Path:
-    config = write_project(tmp_path / "p", WRITE, tools=["fs.write"], extra=ASKING)
-    (tmp_path / "p" / "guards.py").write_text(GUARD, encoding="utf-8")
-    return config
+    return hello_project(tmp_path / "p", asking=True)
 
 
 def test_i36_4_the_stream_sends_run_waiting_live_then_run_resumed_and_next_step_names_routes(
