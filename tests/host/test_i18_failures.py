@@ -21,8 +21,7 @@ from agentloom.assembly import runtime_from_config
 from agentloom.config import load_config
 from agentloom.host.app import create_app
 
-from .support import conforms, make_key
-from .test_i18_api import WRITE
+from .support import WRITE, conforms, make_key
 
 
 def test_i18_1_an_unexpected_failure_is_a_500_problem_without_internals(

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from tests.cli.support import write_project
 
-from .support import make_key, serving
-from .test_i18_api import RUN, WRITE, _api
+from .support import RUN, WRITE, make_key, serving
+from .test_i18_api import _api
 
 
 def test_i34_3_eight_runs_resumed_over_http_of_an_agent_capped_at_one_run_one_at_a_time(

@@ -28,8 +28,7 @@ from agentloom.host import create_key, workspace
 from agentloom.host.app import create_app
 from agentloom.refs import Principal
 
-from .support import free_port, make_key
-from .test_i18_api import WRITE
+from .support import WRITE, free_port, make_key
 
 DEADLINE_S = 60.0
 RUNS = 6

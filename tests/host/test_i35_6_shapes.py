@@ -28,8 +28,7 @@ from agentloom.host.problems import Problem
 from agentloom.refs import Principal
 from agentloom.results import RunStatus as StoredStatus
 
-from .support import conforms, make_key
-from .test_i18_api import WRITE
+from .support import WRITE, conforms, make_key
 
 WRONG = [1]  # a JSON value no field of any request body takes
 SERVED_ELSEWHERE = {("/openapi.json", "get")}  # the document itself
