@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentloom.cancel import CancelToken
+from agentloom.refs import NodeRef
 
 __all__ = ["AttemptContext", "CapabilityRequest"]
 
@@ -50,6 +51,8 @@ class AttemptContext:
     cancel: CancelToken = field(default_factory=CancelToken)
     workspace_scope_id: str | None = None
     lease_epoch: int | None = None
+    node: NodeRef | None = None
+    """The workflow node the call serves (``InvocationContext.node``), if any."""
     extras: Mapping[str, Any] = field(default_factory=dict)
     checkpoint_to: Callable[[Mapping[str, Any]], Awaitable[None]] | None = None
     observer: Callable[[str, dict[str, Any]], None] | None = None

@@ -397,7 +397,7 @@ class Call:
             AttemptContext(operation_id=operation_id, attempt_no=attempt_no,
                            run_id=ctx.run_id, role=ctx.role, deadline=ctx.deadline,
                            cancel=ctx.cancel, workspace_scope_id=ctx.workspace_scope_id,
-                           lease_epoch=ctx.lease_epoch,
+                           lease_epoch=ctx.lease_epoch, node=ctx.node,
                            checkpoint_to=self._checkpoint_to(attempt_no),
                            observer=self.pipeline.observer),
         )

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from agentloom.cancel import CancelToken
 from agentloom.catalog import ResolvedCatalog
 from agentloom.errors import OperationError
 from agentloom.pipeline.retry import RetryPolicy
-from agentloom.refs import OwnerRef
+from agentloom.refs import NodeRef, OwnerRef
 
 DEFAULT_RUN_DEADLINE_S = 3600.0
 
-__all__ = ["DEFAULT_RUN_DEADLINE_S", "InvocationContext", "OwnerRef", "Request"]
+__all__ = ["DEFAULT_RUN_DEADLINE_S", "InvocationContext", "NodeRef", "OwnerRef", "Request",
+           "with_node"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,6 +36,9 @@ class InvocationContext:
     cancel: CancelToken = field(default_factory=CancelToken)
     role: str | None = None
     node_task_id: str | None = None
+    # The workflow node the call serves (issue 37): set with ``node_task_id`` (its
+    # ``task_id``) by ``with_node``, for every call a workflow node makes; ``None`` elsewhere
+    node: NodeRef | None = None
     invocation_id: str | None = None
     conversation_ref: str | None = None
     workspace_scope_id: str | None = None
@@ -47,6 +51,11 @@ class InvocationContext:
     # deadline) and the answer that applies when it passes (``approvals.expire_due``)
     approval_timeout_s: float | None = None
     approval_default: Literal["deny", "approve"] = "deny"
+
+
+def with_node(ctx: InvocationContext, node: NodeRef) -> InvocationContext:
+    """``ctx`` for calls made for workflow node ``node``: ``node`` and ``node_task_id`` set."""
+    return replace(ctx, node=node, node_task_id=node.task_id)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

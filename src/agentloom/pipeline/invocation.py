@@ -136,6 +136,8 @@ class InvocationPipeline:
         )
         if ctx.message_scope is not None:  # where a model call's message edits are recorded
             state.request["message_scope"] = ctx.message_scope
+        if ctx.node is not None:  # the workflow node the call serves (issue 37)
+            state.request["node"] = ctx.node.to_dict()
         base = self.commits.delta_base(ctx, spec.capability_key)
         if base is not None:
             base_id, base_args = base

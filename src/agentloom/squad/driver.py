@@ -52,8 +52,9 @@ from agentloom.approvals import ApprovalPending
 from agentloom.canonical import sorted_json
 from agentloom.catalog import legal_exposed_name
 from agentloom.errors import AgentLoomError, ConfigError, OperationError, StoreError
+from agentloom.pipeline.context import InvocationContext, with_node
 from agentloom.pipeline.retry import RetryPolicy
-from agentloom.refs import OwnerRef
+from agentloom.refs import NodeRef, OwnerRef
 from agentloom.results import OperationResult
 from agentloom.squad import collab
 from agentloom.squad.graph import Activation, GraphState
@@ -268,7 +269,7 @@ class _Drive:
                     "Approve to run it again, reject to fail the node.")
         self._emit("node.waiting", {**base, "reason": question})
         answer = await self.run_.kernel.bus.request(
-            legal_exposed_name(APPROVAL_KEY), {"node": act.node}, self.ctx,
+            legal_exposed_name(APPROVAL_KEY), {"node": act.node}, self._node_ctx(act),
             logical_key=f"{key}/confirm", call_id=f"{call_id}/confirm", ask=question)
         if answer.outcome == "succeeded":
             again = await self._call(act, f"{key}/rerun", f"{call_id}/rerun")
@@ -283,17 +284,23 @@ class _Drive:
             f"run it again ({answer.reason or 'rejected'})"), unknown=outcome.unknown,
             operation_id=outcome.operation_id, attempts=outcome.attempts)
 
+    def _node_ctx(self, act: Activation) -> InvocationContext:
+        """The context of the calls activation ``act`` makes: the node in it (issue 37)."""
+        return with_node(self.ctx, NodeRef(workflow_run_id=self.run_.run_id, name=act.node,
+                                           attempt=act.attempt))
+
     async def _call(self, act: Activation, key: str, call_id: str) -> OperationResult:
         node = self.spec.nodes[act.node]
         outputs = self.state.outputs  # read now, before the first await: the wave's view
         task = self.run_.task
         bus = self.run_.kernel.bus
+        ctx = self._node_ctx(act)
         if isinstance(node, CapabilityNode):
             spec = self.ctx.catalog.by_key(self.program.key_of(node.capability))
             args = render_args(node.args, task=task, outputs=outputs)
             # a re-runnable capability (no side effect) is committed once, with the node's
             # record (``_record``): its rows are carried to that commit
-            return await bus.request(spec.exposed_name, args, self.ctx, logical_key=key,
+            return await bus.request(spec.exposed_name, args, ctx, logical_key=key,
                                      call_id=call_id, defer_commit=True)
         if isinstance(node, AgentNode):
             text = render(node.input, task=task, outputs=outputs)
@@ -310,13 +317,13 @@ class _Drive:
                     seen = 0
                 call_args["history"] = {"session": session, "seen": seen}
             return await bus.request(
-                legal_exposed_name(agent_node_key(node.agent)), call_args, self.ctx,
+                legal_exposed_name(agent_node_key(node.agent)), call_args, ctx,
                 event_type="delegation", logical_key=key, call_id=call_id)
         assert isinstance(node, WaitNode)
         question = render(node.question, task=task, outputs=outputs) or \
             f"Continue workflow {self.spec.name!r} past node {act.node!r}?"
         return await bus.request(legal_exposed_name(APPROVAL_KEY), {"node": act.node},
-                                 self.ctx, logical_key=key, call_id=call_id, ask=question)
+                                 ctx, logical_key=key, call_id=call_id, ask=question)
 
     async def _record(self, act: Activation, outcome: NodeOutcome, call_id: str) -> None:
         """Commit the node's record (and a success's blackboard patches) in one commit."""

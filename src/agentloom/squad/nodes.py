@@ -27,7 +27,8 @@ from agentloom.agent.spec import AgentTool
 from agentloom.attempts import AttemptContext, CapabilityRequest
 from agentloom.catalog import CapabilitySpec, legal_exposed_name
 from agentloom.errors import AgentLoomError, OperationError
-from agentloom.refs import OwnerRef
+from agentloom.pipeline.context import with_node
+from agentloom.refs import NodeRef, OwnerRef
 from agentloom.results import ToolResult
 from agentloom.squad.resolver import RoleConfig, role_digest, role_executor
 from agentloom.store.ports import Fence
@@ -104,8 +105,9 @@ class _AgentNodeHandler:
             owner=owner, run_id=run.run_id, fence=Fence(run.run_id, run.lease_epoch),
             persistent=False, partition_kind="invocation", partition_id=partition,
             invocation_id=partition)
-        ctx = run.context(self.agent, f"{run.run_id}/n/{node}/{attempt}", owner=owner,
-                          workspace_scope_id=scope.workspace_scope_id)
+        ref = NodeRef(workflow_run_id=run.run_id, name=node, attempt=attempt)
+        ctx = with_node(run.context(self.agent, ref.task_id, owner=owner,
+                                    workspace_scope_id=scope.workspace_scope_id), ref)
         history: tuple[Any, ...] = ()
         grant = request.arguments.get("history")
         if grant is not None:  # the granted session's turns before its slot ``seen``, read
