@@ -58,6 +58,7 @@ from agentloom.refs import NodeRef, OwnerRef
 from agentloom.results import OperationResult
 from agentloom.squad import collab
 from agentloom.squad.graph import Activation, GraphState
+from agentloom.squad.live import driven
 from agentloom.squad.nodes import (
     APPROVAL_KEY,
     UNCAPPED,
@@ -167,7 +168,8 @@ class WorkflowProgram:
     async def drive(self, run: ProgramRun) -> LoopOutcome:
         self._runs[run.run_id] = run
         try:
-            return await _Drive(self, run).run()
+            with driven(run):
+                return await _Drive(self, run).run()
         finally:
             self._runs.pop(run.run_id, None)
 
