@@ -335,7 +335,7 @@ CASES = {
         "agents.main.hooks[0].timing: must be 'before' or 'after' (got 'during')"),
     "hook_event_unknown": (
         HOOKS + "      - {timing: before, event: file, handler: {ref: 'h:f'}}\n",
-        "agents.main.hooks[0].event: must be 'tool' or 'model' (got 'file')"),
+        "agents.main.hooks[0].event: must be 'tool', 'model' or 'delegation' (got 'file')"),
     "hook_ref_malformed": (
         HOOKS + "      - {timing: before, handler: {ref: my_hooks.guard}}\n",
         "agents.main.hooks[0].handler.ref: must look like 'package.module:function' (got 'my_hooks.guard')"),

@@ -19,7 +19,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from agentloom.assembly.entries import tool_entries
-from agentloom.config import Config, default_hook_id, did_you_mean, key_path
+from agentloom.config import Config, did_you_mean, key_path
+from agentloom.config.hooks import configured_hooks
 from agentloom.config.mcp import McpServerConfig, mcp_entry_parts
 from agentloom.config.model import McpHandlerConfig
 from agentloom.errors import AgentLoomError, ConfigError
@@ -91,9 +92,8 @@ def mcp_catalog(config: Config, *, backend: SandboxBackend,
 def mcp_hooks(config: Config) -> list[tuple[str, McpHandlerConfig]]:
     """Every ``kind: mcp`` hook handler, in file order, with its key
     (``agents.<agent>.hooks[<i>].handler``)."""
-    return [(f"{key_path(('agents', name))}.hooks[{i}].handler", handler)
-            for name, agent in config.agents.items() for i, hook in enumerate(agent.hooks)
-            if isinstance(handler := getattr(hook, "handler", None), McpHandlerConfig)]
+    return [(f"{item.where}.handler", handler) for item in configured_hooks(config)
+            if isinstance(handler := getattr(item.entry, "handler", None), McpHandlerConfig)]
 
 
 def with_servers(config: Config, specs: tuple[HookSpec, ...]) -> tuple[HookSpec, ...]:
@@ -102,10 +102,9 @@ def with_servers(config: Config, specs: tuple[HookSpec, ...]) -> tuple[HookSpec,
     Raises:
         ConfigError: an mcp hook names a server ``mcp_servers`` lacks (``….handler.server``).
     """
-    keys = {getattr(hook, "hook_id", None) or default_hook_id(name, i):
-            (f"{key_path(('agents', name))}.hooks[{i}].handler", handler)
-            for name, agent in config.agents.items() for i, hook in enumerate(agent.hooks)
-            if isinstance(handler := getattr(hook, "handler", None), McpHandlerConfig)}
+    keys = {getattr(item.entry, "hook_id", None) or item.default_id:
+            (f"{item.where}.handler", handler) for item in configured_hooks(config)
+            if isinstance(handler := getattr(item.entry, "handler", None), McpHandlerConfig)}
     out: list[HookSpec] = []
     for spec in specs:
         if isinstance(spec.handler, McpHookHandler) and spec.hook_id in keys:

@@ -291,6 +291,9 @@ def _tokens(usage: dict[str, int | None]) -> str:
 
 def _operation(i: int, op: dict[str, Any]) -> Group:
     call = f" [{op['call_id']}]" if op["call_id"] else ""
+    node = op.get("node")  # the workflow node the call served (issue 37)
+    if node:
+        call += f" [node {node['name']}#{node['attempt']}]"
     lines: list[Text] = [Text.assemble(
         (f"{i:>3}. ", "bold"), plain(f"{op['kind']} {op['capability']}{call}  role {op['role'] or '—'}  "),
         _status(op["status"]), plain(f"  ({op['phase']}, op {op['operation_id']})"))]

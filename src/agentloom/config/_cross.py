@@ -16,7 +16,7 @@ from agentloom.config._entries import a2a_agent_problem, mcp_server_problem
 from agentloom.config._problems import Problem, did_you_mean, key_path
 from agentloom.config.commands import command_problems, command_tool_problems
 from agentloom.config.connections import ConnectionModelChoice, ScriptModelChoice, TestModelChoice
-from agentloom.config.hooks import default_hook_id
+from agentloom.config.hooks import HookConfig, configured_hooks, default_hook_id
 from agentloom.config.intents import intent_problems
 from agentloom.config.skills import SkillHooksConfig
 from agentloom.config.workflows import workflow_problems
@@ -81,6 +81,7 @@ def cross_problems(config: Config) -> list[Problem]:
                 problems.append(Problem(f"{where}.match.status", "applies to after hooks only "
                                         "(nothing has a status before it runs); remove it or set "
                                         "timing: after"))
+    problems.extend(_workflow_hook_problems(config, hook_ids))
     problems.extend(intent_problems(config.intents))
     problems.extend(command_problems(config.intents, config.commands))
     problems.extend(command_tool_problems(config.agents, config.commands))
@@ -159,3 +160,29 @@ def _executor_problems(config: Config, name: str, agent: AgentConfig, at: str,
                 f"(an executor does not delegate further): remove {key_path(('agents', executor))}"
                 f".executors, or do not use {executor!r} as an executor"))
         first.setdefault(executor, i)
+
+
+def _workflow_hook_problems(config: Config, hook_ids: dict[str, str]) -> list[Problem]:
+    """A workflow's hooks (issue 37): ids unique across agents and workflows, no ``status`` on
+    a before hook, and ``match.node`` naming a node of the workflow."""
+    problems: list[Problem] = []
+    for item in configured_hooks(config):
+        hook = item.entry
+        if not item.role.startswith("workflow:") or not isinstance(hook, HookConfig):
+            continue
+        hook_id = hook.hook_id or item.default_id
+        if hook_id in hook_ids:
+            problems.append(Problem(f"{item.where}.hook_id", f"hook id {hook_id!r} is already "
+                                    f"used by {hook_ids[hook_id]}; give each hook its own id"))
+        hook_ids.setdefault(hook_id, item.where)
+        if hook.timing == "before" and hook.match.status is not None:
+            problems.append(Problem(f"{item.where}.match.status", "applies to after hooks only "
+                                    "(nothing has a status before it runs); remove it or set "
+                                    "timing: after"))
+        nodes = list(config.workflows[item.owner].nodes)
+        node = hook.match.node
+        if node is not None and node not in nodes:
+            problems.append(Problem(f"{item.where}.match.node", f"workflow {item.owner!r} has no "
+                                    f"node {node!r}; {did_you_mean(node, nodes)}nodes: "
+                                    f"{', '.join(nodes)}"))
+    return problems

@@ -104,6 +104,9 @@ CONFIG_VERSION = 1
 
 STORE_FILE = ".agentloom/agentloom.db"
 
+# a workflow's ``hooks`` are HookConfigs, which config.workflows cannot import (a cycle)
+WorkflowConfig.model_rebuild(_types_namespace={"HookConfig": HookConfig})
+
 
 class Config(_Strict):
     """A whole configuration file (format 1), validated.

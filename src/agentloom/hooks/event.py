@@ -21,15 +21,15 @@ from agentloom.hooks.spec import Timing
 
 _KEYS = ("timing", "event", "capability", "exposed_name", "role", "run_id", "operation_id",
          "purpose", "payload", "payload_version", "proposed_payload")
-# The mapping's keys, by (has a context reference, after execution): ``context`` only when
-# the call has a context record, ``result`` only after execution — the keys the dict had.
-_PRESENT: dict[tuple[bool, bool], tuple[str, ...]] = {
-    (False, False): _KEYS,
-    (True, False): (*_KEYS, "context"),
-    (False, True): (*_KEYS, "result"),
-    (True, True): (*_KEYS, "context", "result"),
-}
-_KNOWN = frozenset(_PRESENT[True, True])
+# The optional keys, in this order, each present only when set: ``node`` only for a call made
+# for a workflow node, ``context`` only when the call has a context record, ``result`` only
+# after execution — so an event without them has exactly the keys the dict had.
+_OPTIONAL = ("node", "context", "result")
+_KNOWN = frozenset((*_KEYS, *_OPTIONAL))
+# The mapping's keys by (has a node, has a context reference, after execution), made once.
+_PRESENT: dict[tuple[bool, ...], tuple[str, ...]] = {
+    (n, c, r): (*_KEYS, *(k for k, on in zip(_OPTIONAL, (n, c, r), strict=True) if on))
+    for n in (False, True) for c in (False, True) for r in (False, True)}
 _TIMINGS: tuple[Timing, ...] = get_args(Timing)
 
 
@@ -52,8 +52,9 @@ class HookEvent(Mapping[str, Any]):
 
     Also a read-only ``Mapping`` with the same keys and values as its fields (``event["payload"]``,
     ``event.get("purpose")``, ``"result" in event``, ``dict(event)``), for hooks written against
-    the event as a dict. ``context`` is a key only when the call has a context record, and
-    ``result`` only after execution; equality compares the items, as for any mapping.
+    the event as a dict. ``node`` is a key only for a call made for a workflow node,
+    ``context`` only when the call has a context record, and ``result`` only after execution;
+    equality compares the items, as for any mapping.
     """
 
     timing: Timing
@@ -75,6 +76,9 @@ class HookEvent(Mapping[str, Any]):
     """0 for the proposal, +1 per accepted payload patch."""
     proposed_payload: Mapping[str, Any]
     """The payload as proposed (a model's arguments); never changes."""
+    node: Mapping[str, Any] | None = None
+    """``{"workflow_run_id", "name", "attempt"}``: the workflow node the call is made for (issue
+    37), or ``None`` (then not a key of the mapping) for a call made for no node."""
     context: Mapping[str, Any] | None = None
     """``{"call_record": {"record_id", "revision"}}``: this call's context record, or ``None``
     (then not a key of the mapping) when the call has no context scope."""
@@ -93,6 +97,7 @@ class HookEvent(Mapping[str, Any]):
         timing = event["timing"]
         if timing not in _TIMINGS:
             raise ValueError(f"hook event: timing must be one of {_TIMINGS}, got {timing!r}")
+        node = event.get("node")
         context = event.get("context")
         result = event.get("result")
         return cls(
@@ -107,12 +112,13 @@ class HookEvent(Mapping[str, Any]):
             payload=freeze(event["payload"]),
             payload_version=event["payload_version"],
             proposed_payload=freeze(event["proposed_payload"]),
+            node=None if node is None else freeze(node),
             context=None if context is None else freeze(context),
             result=None if result is None else freeze(result),
         )
 
     def _keys(self) -> tuple[str, ...]:
-        return _PRESENT[self.context is not None, self.timing == "after"]
+        return _PRESENT[self.node is not None, self.context is not None, self.timing == "after"]
 
     def __getitem__(self, key: str) -> Any:
         if key in self._keys():

@@ -7,9 +7,12 @@ A hook's patch may change only what its hook point's rules name; everything else
 
 Per hook point:
 
-- **before, tool / delegation**: the call's arguments (``/payload``), checked against the
-  capability's input schema; the change is the call's executed arguments and its context
-  record's next revision (every later request shows them).
+- **before, tool**: the call's arguments (``/payload``), checked against the capability's
+  input schema; the change is the call's executed arguments and its context record's next
+  revision (every later request shows them).
+- **before, delegation** (version 2): only the task (``/payload/task``), as for a tool's
+  arguments; who is delegated to and for which workflow node (``agent``, ``node``,
+  ``attempt``) and a granted ``history`` are protected.
 - **before, model**: a message's ``content`` may be edited — an edit of an existing message is
   a recorded change of that message's context record (by its stable ``id``, the raw version
   kept as revision 1, the hook named as source) and *lasts*: every later request of the
@@ -48,8 +51,10 @@ __all__ = [
     "writable_paths",
 ]
 
-FIELDS_VERSION = 1
-"""Version of ``HOOK_FIELDS``; recorded on every hook invocation. Version 1: the rules above."""
+FIELDS_VERSION = 2
+"""Version of ``HOOK_FIELDS``; recorded on every hook invocation. Version 1: the rules above,
+a delegation's whole ``/payload`` writable. Version 2 (issue 37): a delegation's
+``/payload/task`` only."""
 
 MESSAGE_NOTE_PATH = "/notes/-"
 """The one change a hook may make to a record of executed history: append a note."""
@@ -76,6 +81,9 @@ _ALL = ("add", "replace", "remove")
 _CALL_RULES = (FieldRule("/payload", _ALL, "context",
                          "the call's arguments, checked against the capability's input schema; "
                          "the executed arguments and the call's context record"),)
+_DELEGATION_RULES = (FieldRule("/payload/task", ("add", "replace"), "context",
+                              "the delegated task; agent, node, attempt and history are "
+                              "protected"),)
 _AFTER_RULES = (
     FieldRule("/result/content", _ALL, "context", "the effective result; the raw one is kept"),
     FieldRule("/result/metadata", _ALL, "context"),
@@ -98,6 +106,7 @@ _MODEL_RULES = (
 #: The rules of each hook point, by (timing, event type); ``*`` is any other event type.
 HOOK_FIELDS: Mapping[tuple[str, str], tuple[FieldRule, ...]] = {
     ("before", "model"): _MODEL_RULES,
+    ("before", "delegation"): _DELEGATION_RULES,
     ("before", "*"): _CALL_RULES,
     ("after", "*"): _AFTER_RULES,
 }

@@ -133,8 +133,11 @@ class HookManager:
         role: str | None,
         purpose: str | None = None,
         status: str | None = None,
+        node: str | None = None,
     ) -> tuple[HookSpec, ...]:
-        key = (timing, event, capability, role, purpose, status)
+        """The hooks of one hook point, in order; ``node`` is the name of the workflow node the
+        call serves (``None``: no node — a hook matching a node never runs on it)."""
+        key = (timing, event, capability, role, purpose, status, node)
         cached = self._cache.get(key)
         if cached is None:
             cached = tuple(
@@ -143,7 +146,8 @@ class HookManager:
                 if h.timing == timing
                 and h.event in (event, "*")
                 and h.match.matches(
-                    role=role, capability=capability, purpose=purpose, status=status
+                    role=role, capability=capability, purpose=purpose, status=status,
+                    node=node,
                 )
             )
             self._cache[key] = cached

@@ -24,17 +24,23 @@ FAILURE_STATUSES: frozenset[ExecutionStatus] = frozenset(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HookMatch:
-    """All given fields must match; ``None`` matches anything. ``capability`` is a glob."""
+    """All given fields must match; ``None`` matches anything. ``capability`` is a glob.
+    ``node`` is the name of the workflow node the call serves, in its workflow (issue 37): a
+    call made for no node never matches a hook that names one."""
 
     role: str | None = None
     capability: str | None = None
     purpose: str | None = None
     status: str | None = None
+    node: str | None = None
 
     def matches(
-        self, *, role: str | None, capability: str, purpose: str | None, status: str | None
+        self, *, role: str | None, capability: str, purpose: str | None, status: str | None,
+        node: str | None = None,
     ) -> bool:
         if self.role is not None and self.role != role:
+            return False
+        if self.node is not None and self.node != node:
             return False
         if self.capability is not None and not fnmatch.fnmatchcase(capability, self.capability):
             return False
@@ -98,16 +104,22 @@ class HookSpec:
     denied."""
 
     def to_dict(self) -> dict[str, object]:
+        """The hook as recorded in the configuration's version. ``match.node`` is a key only
+        when set, so a hook without it keeps the digest it had before nodes could be matched
+        (a changed digest would make every stored release look new)."""
+        match: dict[str, object] = {
+            "role": self.match.role,
+            "capability": self.match.capability,
+            "purpose": self.match.purpose,
+            "status": self.match.status,
+        }
+        if self.match.node is not None:
+            match["node"] = self.match.node
         return {
             "hook_id": self.hook_id,
             "timing": self.timing,
             "event": self.event,
-            "match": {
-                "role": self.match.role,
-                "capability": self.match.capability,
-                "purpose": self.match.purpose,
-                "status": self.match.status,
-            },
+            "match": match,
             "handler": self.handler.to_dict(),
             "timeout_s": self.timeout_s,
             "on_failure": self.on_failure,

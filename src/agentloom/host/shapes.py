@@ -264,12 +264,25 @@ class Approval(ResponseBody):
     summary: str = Field(description="one line: approved by alice at … (reason: …)")
 
 
+class NodeOfCall(ResponseBody):
+    """the workflow node a call was made for"""
+
+    workflow_run_id: str
+    name: str = Field(description="the node's name in its workflow")
+    attempt: int = Field(description="the node's activation, from 1")
+
+
 class Operation(ResponseBody):
     """one operation as agentloom runs show --json gives it"""
 
     operation_id: str
     capability: str
     kind: Literal["model", "tool", "delegation"]
+    node: NodeOfCall | None = Field(description="the workflow node the call was made for (its "
+                                    "agent's model and tool calls too); null for a call made "
+                                    "for no node")
+    node_task_id: str | None = Field(description="the call context's node_task_id: "
+                                     "<workflow run>/n/<node>/<attempt>; null without a node")
     phase: str
     status: Literal["running", "succeeded", "failed", "denied", "unknown", "cancelled"]
     outcome: str | None = absent()

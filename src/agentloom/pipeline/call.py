@@ -84,7 +84,7 @@ class Call:
         ctx = request.context
         hooks = self.pipeline.hooks.chain(
             "before", request.event_type, capability=state.capability_key,
-            role=ctx.role, purpose=request.purpose,
+            role=ctx.role, purpose=request.purpose, node=_node_name(state.request),
         )
         state.chain["before"] = [h.hook_id for h in hooks]
         if request.ask is not None:  # the caller asks a person before it runs (a workflow wait)
@@ -226,6 +226,7 @@ class Call:
         hooks = self.pipeline.hooks.chain(
             "after", request.event_type, capability=state.capability_key,
             role=request.context.role, purpose=request.purpose, status=raw.status,
+            node=_node_name(state.request),
         )
         state.chain["after"] = [h.hook_id for h in hooks]
         if hooks:
@@ -495,3 +496,9 @@ class _Resumed:
 
     async def invoke_once(self, request: CapabilityRequest, context: AttemptContext) -> ToolResult:
         return await self.handler.resume_once(request, context, self.handle)
+
+
+def _node_name(request: dict[str, Any]) -> str | None:
+    """The name of the workflow node a call serves (its request's ``node``), or ``None``."""
+    node = request.get("node")
+    return str(node["name"]) if isinstance(node, dict) else None

@@ -388,6 +388,9 @@ class HookChain:
             "payload_version": state.payload_version,
             "proposed_payload": state.request["proposed_arguments"],
         }
+        node = state.request.get("node")  # the workflow node the call serves (issue 37)
+        if node is not None:
+            event["node"] = node
         if ctx.context_scope is not None:
             event["context"] = {"call_record": {"record_id": call_record_id(state.operation_id),
                                                 "revision": state.call_revision}}

@@ -5,9 +5,10 @@ work runs, so what that work starts — an Executor's invocation, an HTTP hook's
 call — nests under them and carries their context. An operation's span is built from the
 pipeline's records: opened at ``operation.started`` (starting at the operation's
 ``created_at``) in the context of the invocation that issued it, its attributes set from the
-delivered envelope and result at ``operation.completed``. A call finished from a later phase
-(resumed) or refused before it resolved is only seen completing: its span is opened and ended
-then.
+delivered envelope and result at ``operation.completed``; a call made for a workflow node
+carries it (``agentloom.workflow_run.id``, ``agentloom.node.name``,
+``agentloom.node.attempt``). A call finished from a later phase (resumed) or refused before
+it resolved is only seen completing: its span is opened and ended then.
 """
 
 from __future__ import annotations
@@ -192,6 +193,11 @@ class Tracing:
         for key in ("role", "purpose"):
             if request.get(key):
                 attributes[f"agentloom.{key}"] = str(request[key])
+        node = request.get("node")
+        if isinstance(node, Mapping):  # the workflow node the call serves (issue 37)
+            attributes["agentloom.workflow_run.id"] = str(node["workflow_run_id"])
+            attributes["agentloom.node.name"] = str(node["name"])
+            attributes["agentloom.node.attempt"] = int(node["attempt"])
         if state.event_type == "model":
             model, provider = self._model_of(state.run_id,
                                              state.capability_key.removeprefix("model."))

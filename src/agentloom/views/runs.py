@@ -29,6 +29,7 @@ from agentloom.agent.events import envelope_status, stored_response, summary_of
 from agentloom.agent.leases import is_interrupted
 from agentloom.agent.spec import DELEGATE_PREFIX
 from agentloom.pipeline.records import OperationState
+from agentloom.refs import NodeRef
 from agentloom.results import ToolResult
 from agentloom.store import Store
 from agentloom.store.approvals import ApprovalRecord, get_approval
@@ -217,6 +218,9 @@ def operation_detail(store: Store, op: OperationRecord) -> dict[str, Any]:
         "call_id": request.get("call_id"),
         "logical_key": state.logical_key,
         "purpose": request.get("purpose"),
+        # the workflow node the call served (issue 37): {workflow_run_id, name, attempt}
+        "node": request.get("node"),
+        "node_task_id": _node_task_id(request.get("node")),
         "phase": state.phase,
         "status": envelope_status(envelope) if envelope is not None else "running",
         "outcome": envelope.outcome if envelope is not None else None,
@@ -250,6 +254,14 @@ def operation_detail(store: Store, op: OperationRecord) -> dict[str, Any]:
         "approval": approval_detail(get_approval(store, state.operation_id)),
     }
     return detail
+
+
+def _node_task_id(node: Any) -> str | None:
+    """The call context's ``node_task_id`` of a recorded node, or ``None``."""
+    if not isinstance(node, dict):
+        return None
+    return NodeRef(workflow_run_id=str(node["workflow_run_id"]), name=str(node["name"]),
+                   attempt=int(node["attempt"])).task_id
 
 
 def approval_detail(record: ApprovalRecord | None) -> dict[str, Any] | None:
