@@ -262,7 +262,8 @@ edges:
   - {from: plan, to: ask}
 """)
     assert ("workflows.w.nodes.plan.input: unknown template expression '{{ input.tsk }}'; a template "
-            "may use only {{ input.task }} or {{ nodes.NAME.output }}") in lines
+            "may use only {{ input.task }}, {{ nodes.NAME.output }} or {{ nodes.NAME.artifacts }}"
+            ) in lines
     assert has(lines, "workflows.w.nodes.ask.question: a '{{' is never closed")
 
 
@@ -275,7 +276,7 @@ edges:
 descripton: x
 """)
     assert ("workflows.w.nodes.plan.inptu: unknown key 'inptu'; did you mean 'input'? allowed keys "
-            "at workflows.w.nodes.plan: agent, history, input") in lines
+            "at workflows.w.nodes.plan: agent, history, input, inputs, outputs") in lines
     assert has(lines, "workflows.w.edges[0].wehn: unknown key 'wehn'; did you mean 'when'? allowed "
                       "keys at workflows.w.edges[0]: from, join, max, on_error, to, when")
     assert has(lines, "workflows.w.descripton: unknown key 'descripton'; did you mean 'description'?")
@@ -363,7 +364,7 @@ nodes:
   b: {wait: vote}
 """)
     assert "workflows.w.nodes.a.history: must be 'none' or {session: NAME} (got 'full')" in lines
-    assert "workflows.w.nodes.b.wait: must be 'approval' (got 'vote')" in lines
+    assert "workflows.w.nodes.b.wait: must be 'approval' or 'message' (got 'vote')" in lines
 
 
 # -- the builder ---------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""Workflow templates: ``{{ input.task }}`` and ``{{ nodes.NAME.output }}`` inside node texts.
+"""Workflow templates: ``{{ input.task }}``, ``{{ nodes.NAME.output }}`` and ``{{
+nodes.NAME.artifacts }}`` inside node texts.
 
-These two expressions are the whole language (issue 20): no filters, no other names, no
-escaping. Whitespace inside the braces is optional (``{{nodes.plan.output}}``). Anything else
+These three expressions are the whole language (issue 20; ``artifacts``, issue 37: the paths of
+the artifacts of the node's latest succeeded activation, one per line): no filters, no other
+names, no escaping. Whitespace inside the braces is optional (``{{nodes.plan.output}}``). Anything else
 between ``{{`` and ``}}`` — or a ``{{`` that is never closed — is a ``TemplateError`` naming it,
 at load time when the workflow is checked.
 
@@ -19,12 +21,14 @@ from typing import Any
 
 from agentloom.errors import ConfigError
 
-__all__ = ["TemplateError", "references", "render", "render_args", "template_texts"]
+__all__ = ["TemplateError", "artifact_references", "references", "render", "render_args",
+           "template_texts"]
 
 _EXPRESSION = re.compile(r"\{\{(.*?)\}\}", re.S)
 _TASK = re.compile(r"^input\.task$")
-_NODE_OUTPUT = re.compile(r"^nodes\.(?P<node>[^.\s{}]+)\.output$")
-_ALLOWED = "{{ input.task }} or {{ nodes.NAME.output }}"
+_NODE_OUTPUT = re.compile(r"^nodes\.(?P<node>[^.\s{}]+)\.(?P<field>output|artifacts)$")
+_ALLOWED = "{{ input.task }}, {{ nodes.NAME.output }} or {{ nodes.NAME.artifacts }}"
+_EMPTY: Mapping[str, str] = {}
 
 
 class TemplateError(ConfigError):
@@ -36,21 +40,21 @@ class TemplateError(ConfigError):
 
 
 @functools.lru_cache(maxsize=1024)
-def _expressions(text: str) -> tuple[tuple[str, str | None], ...]:
-    """``(expression as written, node name or None for the task)`` for each expression (a
-    workflow's texts are few and read at every activation: parsed once each).
+def _expressions(text: str) -> tuple[tuple[str, str | None, str], ...]:
+    """``(expression as written, node name or None for the task, field)`` for each expression
+    (a workflow's texts are few and read at every activation: parsed once each).
 
     Raises:
         TemplateError: an unknown expression or an unclosed ``{{``.
     """
-    found: list[tuple[str, str | None]] = []
+    found: list[tuple[str, str | None, str]] = []
     for match in _EXPRESSION.finditer(text):
         inner = match[1].strip()
         node = _NODE_OUTPUT.match(inner)
         if node:
-            found.append((match[0], node["node"]))
+            found.append((match[0], node["node"], node["field"]))
         elif _TASK.match(inner):
-            found.append((match[0], None))
+            found.append((match[0], None, "task"))
         else:
             raise TemplateError(f"unknown template expression {match[0]!r}; a template may use "
                                 f"only {_ALLOWED}")
@@ -66,17 +70,31 @@ def _short(text: str) -> str:
 
 
 def references(text: str) -> set[str]:
-    """The node names ``text`` refers to as ``{{ nodes.NAME.output }}``.
+    """The node names ``text`` refers to as ``{{ nodes.NAME.output }}`` or ``{{
+    nodes.NAME.artifacts }}``.
 
     Raises:
         TemplateError: ``text`` holds another expression or an unclosed ``{{``.
     """
-    return {node for _, node in _expressions(text) if node is not None}
+    return {node for _, node, _ in _expressions(text) if node is not None}
 
 
-def render(text: str, *, task: str, outputs: Mapping[str, str]) -> str:
-    """``text`` with ``{{ input.task }}`` replaced by ``task`` and each ``{{ nodes.NAME.output
-    }}`` by ``outputs[NAME]``, in one pass (a value holding ``{{`` is not rendered again).
+def artifact_references(text: str) -> set[str]:
+    """The node names ``text`` refers to as ``{{ nodes.NAME.artifacts }}``.
+
+    Raises:
+        TemplateError: as ``references``.
+    """
+    return {node for _, node, field in _expressions(text)
+            if node is not None and field == "artifacts"}
+
+
+def render(text: str, *, task: str, outputs: Mapping[str, str],
+           artifacts: Mapping[str, str] = _EMPTY) -> str:
+    """``text`` with ``{{ input.task }}`` replaced by ``task``, each ``{{ nodes.NAME.output
+    }}`` by ``outputs[NAME]`` and each ``{{ nodes.NAME.artifacts }}`` by ``artifacts[NAME]``
+    (its artifact paths, one per line; ``""`` when it has none), in one pass (a value holding
+    ``{{`` is not rendered again).
 
     Raises:
         TemplateError: an unknown expression, or a node whose output is not in ``outputs``
@@ -90,6 +108,8 @@ def render(text: str, *, task: str, outputs: Mapping[str, str]) -> str:
         if node is None:
             return task
         name = node["node"]
+        if node["field"] == "artifacts" and name in outputs:
+            return artifacts.get(name, "")
         if name not in outputs:
             have = ", ".join(sorted(outputs)) or "none yet"
             raise TemplateError(f"{match[0]!r} names the output of node {name!r}, which has none "
@@ -100,7 +120,8 @@ def render(text: str, *, task: str, outputs: Mapping[str, str]) -> str:
     return _EXPRESSION.sub(value, text)
 
 
-def render_args(args: Any, *, task: str, outputs: Mapping[str, str]) -> Any:
+def render_args(args: Any, *, task: str, outputs: Mapping[str, str],
+                artifacts: Mapping[str, str] = _EMPTY) -> Any:
     """``args`` with every string inside it (nested mappings and lists; keys stay as written)
     rendered; other values are returned as they are. A string that is exactly one expression
     becomes that value's text.
@@ -109,11 +130,13 @@ def render_args(args: Any, *, task: str, outputs: Mapping[str, str]) -> Any:
         TemplateError: as ``render``.
     """
     if isinstance(args, str):
-        return render(args, task=task, outputs=outputs)
+        return render(args, task=task, outputs=outputs, artifacts=artifacts)
     if isinstance(args, Mapping):
-        return {key: render_args(value, task=task, outputs=outputs) for key, value in args.items()}
+        return {key: render_args(value, task=task, outputs=outputs, artifacts=artifacts)
+                for key, value in args.items()}
     if isinstance(args, list | tuple):
-        return [render_args(value, task=task, outputs=outputs) for value in args]
+        return [render_args(value, task=task, outputs=outputs, artifacts=artifacts)
+                for value in args]
     return args
 
 

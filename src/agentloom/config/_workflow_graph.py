@@ -35,8 +35,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from agentloom.config._artifact_checks import artifact_problems
 from agentloom.config._problems import Problem, did_you_mean, key_path
-from agentloom.config._templates import TemplateError, references
+from agentloom.config._templates import TemplateError, artifact_references, references
 from agentloom.errors import ConfigError
 
 __all__ = ["GraphEdge", "GraphNode", "NodeKind", "graph_problems", "start_nodes", "topological_order"]
@@ -58,6 +59,10 @@ class GraphNode:
     kind: NodeKind
     target: str
     texts: tuple[tuple[Location, str], ...] = ()
+    outputs: tuple[str, ...] = ()
+    """Its ``outputs.files`` globs (issue 37)."""
+    inputs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Its ``inputs`` grants: ``(from, files)`` each (issue 37)."""
 
 
 class GraphEdge(Protocol):
@@ -178,12 +183,15 @@ def graph_problems(
     workflow: str, nodes: Mapping[str, GraphNode], edges: Sequence[GraphEdge], *,
     agents: Collection[str] | None = None,
     capability_problem: Callable[[str], str | None] | None = None,
+    publishers: Collection[str] | None = None,
 ) -> list[Problem]:
     """Every problem of workflow ``workflow``'s graph, each at its key path under
     ``workflows.<workflow>``: bad names, unknown agents (when ``agents`` is given) or
     capabilities (``capability_problem(key)`` says what is wrong, or None), edges naming no
     node or breaking an edge rule, no start node, cycles without a ``max``, unreachable
-    nodes, and templates that name nothing or a node that cannot have run before theirs."""
+    nodes, and templates that name nothing or a node that cannot have run before theirs;
+    artifact globs, grants and ``artifacts`` templates (``config._artifact_checks``; an agent
+    may publish when it is in ``publishers``, any agent when that is None)."""
     at = ("workflows", workflow)
     problems: list[Problem] = []
     defined = None if agents is None else set(agents)
@@ -223,6 +231,9 @@ def graph_problems(
                                     "add an edge into it from a node that runs, or remove it"))
     for name, node in nodes.items():
         problems += _template_problems((*at, "nodes", name), node, names, reach)
+    if any(n.outputs or n.inputs or "artifacts" in "".join(t for _, t in n.texts)
+           for n in nodes.values()):  # a workflow without artifacts pays nothing more
+        problems += artifact_problems(at, nodes, leads=reach.leads, publishers=publishers)
     return problems
 
 
@@ -346,19 +357,21 @@ def _template_problems(where: Location, node: GraphNode, names: Sequence[str],
         path = key_path((*where, *loc))
         try:
             named = sorted(references(text))
+            files = artifact_references(text)
         except TemplateError as exc:
             problems.append(Problem(path, str(exc)))
             continue
         for ref in named:
+            field = "artifacts" if ref in files else "output"
             if ref not in names:
-                problems.append(Problem(path, f"{{{{ nodes.{ref}.output }}}} names no node; "
+                problems.append(Problem(path, f"{{{{ nodes.{ref}.{field} }}}} names no node; "
                                         f"{did_you_mean(ref, names)}nodes: {', '.join(names)}"))
             elif ref == node.name:
-                problems.append(Problem(path, f"{{{{ nodes.{ref}.output }}}}: a node cannot use its "
+                problems.append(Problem(path, f"{{{{ nodes.{ref}.{field} }}}}: a node cannot use its "
                                         "own output; name a node before it"))
             elif not reach.leads(ref, node.name):
                 before = [n for n in names if reach.leads(n, node.name)]
-                problems.append(Problem(path, f"{{{{ nodes.{ref}.output }}}}: node {ref!r} cannot "
+                problems.append(Problem(path, f"{{{{ nodes.{ref}.{field} }}}}: node {ref!r} cannot "
                                         f"have run before {node.name!r} (no path of edges leads "
                                         f"from it to {node.name!r}); name a node before it "
                                         f"({', '.join(before) or f'none: {node.name!r} starts'}) "

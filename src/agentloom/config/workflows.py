@@ -40,6 +40,7 @@ from pydantic import (
     StrictInt,
     Tag,
     field_validator,
+    model_validator,
 )
 
 from agentloom.config._entries import a2a_agent_problem, mcp_server_problem
@@ -57,6 +58,7 @@ from agentloom.config.commands import command_entry, command_problem
 from agentloom.config.mcp import mcp_entry_parts
 
 if TYPE_CHECKING:
+    from agentloom.config.hooks import HookConfig  # resolved by config.model (an import cycle)
     from agentloom.config.model import Config
 
 __all__ = ["WORKFLOW_TAGS", "AgentNodeConfig", "CapabilityNodeConfig", "EdgeConfig", "GraphEdge",
@@ -94,15 +96,44 @@ def _history(value: Any) -> Any:
     raise ValueError(f"must be 'none' or {{session: NAME}} (got {value!r})")
 
 
+class OutputsConfig(_Strict):
+    """``outputs: {files: [GLOB, …]}`` (issue 37): the files of the node's work folder it hands
+    on as artifacts when it succeeds (globs relative to that folder; checked by the graph
+    checks: relative, no ``..``)."""
+
+    files: tuple[Annotated[str, Field(min_length=1)], ...] = Field(min_length=1)
+
+
+class InputGrantConfig(_Strict):
+    """``{from: NODE, files: [GLOB, …]}`` (issue 37): the artifacts of an upstream node this
+    node is granted, read only; ``files`` defaults to every one (``["**"]``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                              serialize_by_alias=True)
+
+    source: str = Field(alias="from", min_length=1)
+    files: tuple[Annotated[str, Field(min_length=1)], ...] = Field(default=("**",), min_length=1)
+
+
+def _grants(value: Any) -> Any:
+    """One grant or a list of them."""
+    return [value] if isinstance(value, Mapping | InputGrantConfig) else value
+
+
+_Inputs = Annotated[tuple[InputGrantConfig, ...], BeforeValidator(_grants)]
+
+
 class AgentNodeConfig(_Strict):
     """``{agent: NAME, input: TEMPLATE, history: none | {session: NAME}}``: one input_only
     invocation of a configured agent. ``input`` defaults to ``{{ input.task }}``;
-    ``history`` to ``none``."""
+    ``history`` to ``none``; ``outputs`` / ``inputs`` (issue 37) to none."""
 
     agent: str = Field(min_length=1)
     input: str = "{{ input.task }}"
     history: Annotated[Literal["none"] | HistoryGrantConfig,
                        BeforeValidator(_history)] = "none"
+    outputs: OutputsConfig | None = None
+    inputs: _Inputs = ()
 
 
 def _json_value(value: Any, at: str = "args") -> Any:
@@ -127,14 +158,30 @@ class CapabilityNodeConfig(_Strict):
 
     capability: str = Field(min_length=1)
     args: Annotated[dict[str, Any], BeforeValidator(_json_value)] = Field(default_factory=dict)
+    outputs: OutputsConfig | None = None
+    inputs: _Inputs = ()
 
 
 class WaitNodeConfig(_Strict):
     """``{wait: approval, question: TEMPLATE}``: a wait for a person's answer; its output is
-    ``approved`` or ``rejected``. ``question`` defaults to ``""``."""
+    ``approved`` or ``rejected``. ``question`` defaults to ``""``. Or ``{wait: message, for:
+    NODE, from: NODE}`` (issue 37): a wait for a mailbox message to ``for`` (default: this
+    node) from ``from`` (default: anyone); its output is the message's body."""
 
-    wait: Literal["approval"]
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                              serialize_by_alias=True)
+
+    wait: Literal["approval", "message"]
     question: str = ""
+    for_node: str | None = Field(default=None, alias="for", min_length=1)
+    from_node: str | None = Field(default=None, alias="from", min_length=1)
+
+    @model_validator(mode="after")
+    def _message_keys(self) -> WaitNodeConfig:
+        if self.wait != "message" and (self.for_node or self.from_node):
+            raise ValueError("`for` and `from` belong to a wait for a message "
+                             "(`wait: message`); a `wait: approval` node asks a person")
+        return self
 
 
 WORKFLOW_TAGS: dict[str, type[BaseModel]] = {
@@ -220,6 +267,9 @@ class WorkflowConfig(_Strict):
     nodes: dict[str, NodeConfig] = Field(min_length=1)
     edges: tuple[EdgeConfig, ...] = ()
     limits: WorkflowLimitsConfig = Field(default_factory=WorkflowLimitsConfig)
+    hooks: tuple[HookConfig, ...] = ()
+    """Hooks on the workflow's own calls (issue 37; docs/workflows.md "Hooks on nodes"), as an
+    agent's: ``match.role`` defaults to ``workflow:<name>``, ids to ``<name>.hooks[<i>]``."""
 
     @field_validator("nodes", mode="before")
     @classmethod
@@ -231,6 +281,19 @@ class WorkflowConfig(_Strict):
             for name in value:
                 _check_name(name, "node")
         return value
+
+    @model_validator(mode="after")
+    def _message_waits(self) -> WorkflowConfig:
+        """A message wait's ``for`` / ``from`` name nodes of this workflow (issue 37)."""
+        for name, node in self.nodes.items():
+            if not isinstance(node, WaitNodeConfig):
+                continue
+            for key, value in (("for", node.for_node), ("from", node.from_node)):
+                if value is not None and value not in self.nodes:
+                    raise ValueError(
+                        f"nodes.{name}.{key}: {value!r} is not a node of this workflow; "
+                        f"{did_you_mean(value, list(self.nodes))}nodes: {', '.join(self.nodes)}")
+        return self
 
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
@@ -255,11 +318,18 @@ def workflow_names(value: Any) -> Any:
 def graph_node(name: str, node: AgentNodeConfig | CapabilityNodeConfig | WaitNodeConfig) -> GraphNode:
     """The view of one node the graph checks read."""
     if isinstance(node, AgentNodeConfig):
-        return GraphNode(name=name, kind="agent", target=node.agent, texts=((("input",), node.input),))
+        return GraphNode(name=name, kind="agent", target=node.agent, texts=((("input",), node.input),),
+                         **_artifact_view(node))
     if isinstance(node, CapabilityNodeConfig):
         return GraphNode(name=name, kind="capability", target=node.capability,
-                         texts=tuple(template_texts(node.args, ("args",))))
+                         texts=tuple(template_texts(node.args, ("args",))), **_artifact_view(node))
     return GraphNode(name=name, kind="wait", target=node.wait, texts=((("question",), node.question),))
+
+
+def _artifact_view(node: AgentNodeConfig | CapabilityNodeConfig) -> dict[str, Any]:
+    """A node's ``outputs`` / ``inputs`` as the graph checks read them (issue 37)."""
+    return {"outputs": node.outputs.files if node.outputs else (),
+            "inputs": tuple((g.source, g.files) for g in node.inputs)}
 
 
 def workflow_problems(config: Config) -> list[Problem]:
@@ -269,7 +339,9 @@ def workflow_problems(config: Config) -> list[Problem]:
     for name, workflow in config.workflows.items():
         nodes = {n: graph_node(n, node) for n, node in workflow.nodes.items()}
         problems += graph_problems(name, nodes, workflow.edges, agents=list(config.agents),
-                                   capability_problem=lambda key: _capability_problem(config, key))
+                                   capability_problem=lambda key: _capability_problem(config, key),
+                                   publishers=[a for a, c in config.agents.items()
+                                               if "artifact.publish" in c.tools])
     return problems
 
 

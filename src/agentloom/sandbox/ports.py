@@ -43,8 +43,12 @@ ExecutionState = Literal["running", "exited", "timed_out", "terminated", "revoke
 
 WORK_MOUNT = "/work"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-#: Sandbox roots a read-only mount may sit under (000 §7.1: Skills, wiki, resources).
-READONLY_ROOTS = ("/skills", "/resources", "/wiki")
+#: Sandbox roots a read-only mount may sit under (000 §7.1: Skills, wiki, resources; a
+#: workflow node's granted artifacts, issue 37).
+READONLY_ROOTS = ("/skills", "/resources", "/wiki", "/inputs")
+#: Of those, the ones a read-only mount may also be *at*: a node's inputs folder is bound as a
+#: whole at ``/inputs`` (its sub-folders are the nodes the files come from).
+WHOLE_ROOTS = ("/inputs",)
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -124,7 +128,8 @@ class EnvironmentPolicy:
 class SandboxScope:
     """The workspace a sandbox maps: ``work_dir`` at ``/work`` (the only writable path)
     and ``readonly_mounts`` as ``(host path, sandbox path)`` pairs under ``/skills``,
-    ``/resources`` or ``/wiki``. Paths come from the runtime, never from a model."""
+    ``/resources`` or ``/wiki``, or at ``/inputs`` (a workflow node's granted files). Paths
+    come from the runtime, never from a model."""
 
     workspace_scope_id: str
     run_id: str
@@ -143,12 +148,13 @@ class SandboxScope:
             if (
                 norm != target
                 or "\0" in target
-                or not any(norm.startswith(root + "/") for root in READONLY_ROOTS)
+                or not (any(norm.startswith(root + "/") for root in READONLY_ROOTS)
+                        or norm in WHOLE_ROOTS)
             ):
                 raise SandboxError(
                     MOUNT_INVALID,
                     f"read-only mount target {target!r} must be a normalised path under "
-                    f"{', '.join(READONLY_ROOTS)}",
+                    f"{', '.join(READONLY_ROOTS)} (or {', '.join(WHOLE_ROOTS)} itself)",
                     phase="ensure",
                 )
             if any(norm == s or norm.startswith(s + "/") or s.startswith(norm + "/") for s in seen):
@@ -241,7 +247,7 @@ class SandboxHandle:
     ``None`` when the scope mounts no skill."""
 
     def host_path(self, path: str) -> str:
-        """``path`` (``/work/...``, ``/skills/<name>/...``, ``/resources/...``) as a command of
+        """``path`` (``/work/...``, ``/skills/<name>/...``, ``/inputs/...``) as a command of
         this scope sees it: unchanged in a namespace view, its host path otherwise; a path
         under none of the scope's folders is returned as it is."""
         if self.view == "namespace":

@@ -36,6 +36,7 @@ from agentloom.config.workflows import (
 )
 from agentloom.squad.spec import (
     AgentNode,
+    ArtifactGrant,
     CapabilityNode,
     Edge,
     JoinMode,
@@ -58,15 +59,33 @@ def workflow_spec(name: str, cfg: WorkflowConfig) -> WorkflowSpec:
                 node.history if isinstance(node.history, str)
                 else {"session": node.history.session})
             nodes[node_name] = AgentNode(name=node_name, agent=node.agent, input=node.input,
-                                         history=history)
+                                         history=history, **_artifacts(node))
         elif isinstance(node, CapabilityNodeConfig):
             nodes[node_name] = CapabilityNode(name=node_name, capability=node.capability,
-                                              args=dict(node.args))
+                                              args=dict(node.args), **_artifacts(node))
         else:
-            nodes[node_name] = WaitNode(name=node_name, wait=node.wait, question=node.question)
+            nodes[node_name] = WaitNode(name=node_name, wait=node.wait, question=node.question,
+                                        for_node=node.for_node, from_node=node.from_node)
     edges = tuple(Edge(sources=e.sources, targets=e.targets, join=e.join, when=e.when,
                        on_error=e.on_error, max=e.max) for e in cfg.edges)
     return WorkflowSpec(name=name, nodes=nodes, edges=edges, description=cfg.description)
+
+
+def _artifacts(node: AgentNodeConfig | CapabilityNodeConfig) -> dict[str, Any]:
+    """A node's ``outputs`` and ``inputs`` (issue 37) as the spec's fields."""
+    return {"outputs": node.outputs.files if node.outputs else (),
+            "inputs": tuple(ArtifactGrant(source=g.source, files=g.files) for g in node.inputs)}
+
+
+def _artifact_keys(outputs: Sequence[str] | None,
+                   inputs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+    """The YAML keys ``outputs`` / ``inputs`` of a built node, only when given."""
+    keys: dict[str, Any] = {}
+    if outputs is not None:
+        keys["outputs"] = {"files": list(outputs)}
+    if inputs is not None:
+        keys["inputs"] = dict(inputs) if isinstance(inputs, Mapping) else [dict(g) for g in inputs]
+    return keys
 
 
 def from_config(config: Config) -> dict[str, WorkflowSpec]:
@@ -92,21 +111,36 @@ class Workflow:
         return self
 
     def agent(self, name: str, agent: str, *, input: str = "{{ input.task }}",
-              history: Literal["none"] | Mapping[str, str] = "none") -> Workflow:
+              history: Literal["none"] | Mapping[str, str] = "none",
+              outputs: Sequence[str] | None = None,
+              inputs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None) -> Workflow:
         """An agent node: one input_only invocation of ``agent`` on the rendered ``input``;
-        ``history={"session": NAME}`` grants it the agent's history in that session."""
+        ``history={"session": NAME}`` grants it the agent's history in that session;
+        ``outputs=[GLOB, …]`` its files handed on as artifacts, ``inputs={"from": NODE,
+        "files": [GLOB, …]}`` (or a list of them) the artifacts it is granted (issue 37)."""
         return self._node(name, {"agent": agent, "input": input,
                                  "history": history if isinstance(history, str)
-                                 else dict(history)})
+                                 else dict(history), **_artifact_keys(outputs, inputs)})
 
     def capability(self, name: str, capability: str, *,
-                   args: Mapping[str, Any] | None = None) -> Workflow:
-        """A capability node: one call of ``capability`` with the rendered ``args``."""
-        return self._node(name, {"capability": capability, "args": dict(args or {})})
+                   args: Mapping[str, Any] | None = None,
+                   outputs: Sequence[str] | None = None,
+                   inputs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+                   ) -> Workflow:
+        """A capability node: one call of ``capability`` with the rendered ``args``;
+        ``outputs`` / ``inputs`` as for ``agent``."""
+        return self._node(name, {"capability": capability, "args": dict(args or {}),
+                                 **_artifact_keys(outputs, inputs)})
 
-    def wait(self, name: str, *, question: str = "", wait: Literal["approval"] = "approval") -> Workflow:
-        """A wait node: a person answers the rendered ``question`` (``approved`` / ``rejected``)."""
-        return self._node(name, {"wait": wait, "question": question})
+    def wait(self, name: str, *, question: str = "",
+             wait: Literal["approval", "message"] = "approval", for_node: str | None = None,
+             from_node: str | None = None) -> Workflow:
+        """A wait node: a person answers the rendered ``question`` (``approved`` / ``rejected``);
+        or, ``wait="message"``, a wait for a mailbox message to ``for_node`` (YAML ``for``;
+        default: this node) from ``from_node`` (YAML ``from``), whose body is its output."""
+        node: dict[str, Any] = {"wait": wait, "question": question}
+        node.update({k: v for k, v in (("for", for_node), ("from", from_node)) if v is not None})
+        return self._node(name, node)
 
     def edge(self, sources: str | Sequence[str], targets: str | Sequence[str], *,
              join: JoinMode = "all", when: str | None = None, on_error: OnError | None = None,

@@ -11,7 +11,8 @@ runs each activation as one request on the bus with the logical key
   agent's React loop runs input_only in a folder of its own; recoverable like a delegation;
 - a ``WaitNode`` calls ``workflow.approval`` with its question asked of a person
   (``Request.ask``): the run waits (``agentloom runs approve|reject``); approved → output
-  ``approved``, rejected → ``rejected``.
+  ``approved``, rejected → ``rejected``; a wait for a message (``wait: message``) calls
+  ``workflow.message`` (``squad.waits``), whose output is the message's body.
 
 After each activation its record (``workflow_nodes``: status, output, error, the call's
 operation id and call id) is committed through the commit coordinator, fenced by the lease,
@@ -56,7 +57,7 @@ from agentloom.pipeline.context import InvocationContext, with_node
 from agentloom.pipeline.retry import RetryPolicy
 from agentloom.refs import NodeRef, OwnerRef
 from agentloom.results import OperationResult
-from agentloom.squad import collab
+from agentloom.squad import artifacts, collab
 from agentloom.squad.graph import Activation, GraphState
 from agentloom.squad.live import driven
 from agentloom.squad.nodes import (
@@ -76,6 +77,8 @@ from agentloom.squad.results import NodeOutcome, materialise
 from agentloom.squad.spec import AgentNode, CapabilityNode, WaitNode, WorkflowSpec
 from agentloom.squad.templates import render, render_args
 from agentloom.squad.validate import start_nodes
+from agentloom.squad.waits import MESSAGE_WAIT_KEY, message_wait_tool
+from agentloom.squad.workflow_tools import is_workflow_tool, resolve
 from agentloom.store.workflow_nodes import WorkflowNodeRecord, node_op, node_records
 
 if TYPE_CHECKING:
@@ -145,11 +148,18 @@ class WorkflowProgram:
                               f"tools provides; its tools: {sorted(offered)}",
                               code="WORKFLOW_CAPABILITY_MISSING")
         self.space_id = runtime.space_id
+        for name, agent in list(runtime.agents.items()):  # ``collab.post`` … by name (issue
+            # 37): their (spec, handler), before the runtime publishes its catalog
+            if any(is_workflow_tool(t) for t in agent.tools):
+                runtime.agents[name] = dataclasses.replace(agent, tools=tuple(resolve(agent.tools)))
         self._agents = dict(runtime.agents)
+        artifacts.check_grants(self.spec, self._agents)  # what YAML checks at load (#37)
         self._caps = dict(runtime.workers.max_concurrent_runs)
         self._own = [approval_tool(runtime.release_id),
                      *(agent_node_tool(runtime.release_id, agent, self)
                        for agent in self.spec.agents())]
+        if any(isinstance(n, WaitNode) and n.wait == "message" for n in self.spec.nodes.values()):
+            self._own.append(message_wait_tool(runtime.release_id))
 
     def describe(self) -> dict[str, Any]:
         """The definition as a run records it: nodes as a list, so their order is kept."""
@@ -172,6 +182,12 @@ class WorkflowProgram:
                 return await _Drive(self, run).run()
         finally:
             self._runs.pop(run.run_id, None)
+
+
+def _asks_a_person(node: object) -> bool:
+    """A wait for a person's approval: a denial of its call is its answer ``rejected`` (a
+    denied wait for a message fails, as any denied call does)."""
+    return isinstance(node, WaitNode) and node.wait == "approval"
 
 
 class _Drive:
@@ -248,10 +264,10 @@ class _Drive:
         self._emit("node.started", base)
         envelope = await self._call(act, key, call_id)
         outcome = materialise(act.node, envelope,
-                              wait=isinstance(self.spec.nodes[act.node], WaitNode))
+                              wait=_asks_a_person(self.spec.nodes[act.node]))
         if outcome.status == "waiting" and self._stopped(0) is None:  # a person decides
             outcome = await self._unknown(act, key, call_id, outcome, base)
-        await self._record(act, outcome, call_id)
+        outcome = await self._record(act, outcome, call_id)
         self._emit("node.completed", {**base, "operation_id": outcome.operation_id,
                                       "status": outcome.status,
                                       "error_code": outcome.error.code if outcome.error
@@ -297,18 +313,23 @@ class _Drive:
         task = self.run_.task
         bus = self.run_.kernel.bus
         ctx = self._node_ctx(act)
+        listing = artifacts.Listing(self.store, self.run_.run_id)  # read only when named
         if isinstance(node, CapabilityNode):
             spec = self.ctx.catalog.by_key(self.program.key_of(node.capability))
-            args = render_args(node.args, task=task, outputs=outputs)
+            args = render_args(node.args, task=task, outputs=outputs, artifacts=listing)
+            if node.outputs or node.inputs:  # a folder of its own, its inputs granted (#37)
+                ctx = await artifacts.capability_context(self.run_, ctx, node, act.attempt)
             # a re-runnable capability (no side effect) is committed once, with the node's
             # record (``_record``): its rows are carried to that commit
             return await bus.request(spec.exposed_name, args, ctx, logical_key=key,
                                      call_id=call_id, defer_commit=True)
         if isinstance(node, AgentNode):
-            text = render(node.input, task=task, outputs=outputs)
+            text = render(node.input, task=task, outputs=outputs, artifacts=listing)
             if act.feedback:
                 text = f"{text}\n\n{act.feedback}"
-            call_args: dict[str, Any] = {"node": act.node, "attempt": act.attempt, "input": text}
+            # the delegation's payload, as a ``delegation`` hook sees it (issue 37)
+            call_args: dict[str, Any] = {"task": text, "agent": node.agent, "node": act.node,
+                                         "attempt": act.attempt}
             session = node.history_session
             if session is not None:  # the grant, pinned to the turns there are now (a session
                 # the agent may not read fails the node, in its handler)
@@ -322,13 +343,21 @@ class _Drive:
                 legal_exposed_name(agent_node_key(node.agent)), call_args, ctx,
                 event_type="delegation", logical_key=key, call_id=call_id)
         assert isinstance(node, WaitNode)
+        if node.wait == "message":  # a wait for a mailbox message (issue 37, squad.waits)
+            wanted = {"node": act.node, "for": node.recipient,
+                      **({"from": node.from_node} if node.from_node else {})}
+            return await bus.request(legal_exposed_name(MESSAGE_WAIT_KEY), wanted, ctx,
+                                     logical_key=key, call_id=call_id)
         question = render(node.question, task=task, outputs=outputs) or \
             f"Continue workflow {self.spec.name!r} past node {act.node!r}?"
         return await bus.request(legal_exposed_name(APPROVAL_KEY), {"node": act.node},
                                  ctx, logical_key=key, call_id=call_id, ask=question)
 
-    async def _record(self, act: Activation, outcome: NodeOutcome, call_id: str) -> None:
-        """Commit the node's record (and a success's blackboard patches) in one commit."""
+    async def _record(self, act: Activation, outcome: NodeOutcome, call_id: str) -> NodeOutcome:
+        """Commit the node's record (and a success's blackboard patches and artifacts) in one
+        commit; the outcome recorded (a success whose artifacts are over the limits fails)."""
+        outcome, recorded = await artifacts.on_record(self.run_, self.spec, act.node,
+                                                      act.attempt, outcome)
         now = time.time()
         first = self.rows.get((act.node, act.attempt))
         record = WorkflowNodeRecord(
@@ -341,11 +370,13 @@ class _Drive:
         ops: list[Any] = [node_op(record, new=first is None)]
         if outcome.succeeded and outcome.patches:
             ops.extend(collab.blackboard_ops(self.store, self.run_.run_id, outcome.patches))
+        ops.extend(recorded)
         # A record of what has happened (its call's envelope is committed, or rides in this
         # same commit): visible at once, on the disk with the next synced commit — the next
         # node's intent — and re-derived from the envelope if a power loss takes it.
         await self.run_.kernel.pipeline.commits.write(self.ctx, ops, sync=False)
         self.rows[(act.node, act.attempt)] = record
+        return outcome
 
     def _emit(self, kind: str, payload: Mapping[str, Any]) -> None:
         if not self.run_.listening():  # live events only: nothing to make when nobody follows

@@ -5,20 +5,21 @@ handlers.
 - ``workflow.approval`` runs only once a person approved: the driver's request asks
   (``Request.ask``), so the call waits in ``awaiting_approval`` first; approved, it returns
   ``approved``; rejected, the pipeline denies it (the wait node's output ``rejected``).
-- ``workflow.agent.<agent>`` (event type ``delegation``) runs the agent's React loop
-  input_only — the rendered input is its task, no session, and no history unless the node
-  is granted a session's (``history: {session: NAME}``: its turns there, pinned when the node
-  was called, come first) — in a folder of its own: an invocation partition of the agent in
-  this run, which neither the workflow's folder nor another node's can reach. It is
-  ``recoverable``: after a crash it runs again and replays what the agent committed. Its
-  executor is resolved by the agent's whole role configuration and at most the agent's cap
-  of them run at once (003 F06, ``squad.resolver``).
+- ``workflow.agent.<agent>`` (event type ``delegation``, payload ``{task, agent, node,
+  attempt}``) runs the agent's React loop input_only — the rendered input is its task, no
+  session, and no history unless the node is granted a session's (``history: {session: NAME}``:
+  its turns there, pinned when the node was called, come first) — in a folder of its own: an
+  invocation partition of the agent in this run, which neither the workflow's folder nor
+  another node's can reach. It is ``recoverable``: after a crash it runs again and replays what
+  the agent committed. Its executor is resolved by the agent's whole role configuration and at
+  most the agent's cap of them run at once (003 F06, ``squad.resolver``).
 
 Owns: those two capabilities. Does not own: when they are called (``squad.driver``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,9 @@ from agentloom.errors import AgentLoomError, OperationError
 from agentloom.pipeline.context import with_node
 from agentloom.refs import NodeRef, OwnerRef
 from agentloom.results import ToolResult
+from agentloom.squad import artifacts
 from agentloom.squad.resolver import RoleConfig, role_digest, role_executor
+from agentloom.squad.spec import AgentNode
 from agentloom.store.ports import Fence
 
 if TYPE_CHECKING:
@@ -45,14 +48,20 @@ AGENT_NODE_PREFIX = "workflow.agent."
 _APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object", "properties": {"node": {"type": "string"}},
     "required": ["node"], "additionalProperties": False}
+# The delegation's payload (issue 37): ``{task, agent, node, attempt}`` (+ ``history`` when
+# granted) — what a ``delegation`` hook sees; only ``task`` may be patched (hooks.fields). A
+# request stored before then has ``{node, attempt, input}``: still accepted, ``input`` its task.
 _AGENT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"node": {"type": "string"}, "attempt": {"type": "integer", "minimum": 1},
+    "properties": {"task": {"type": "string"}, "agent": {"type": "string"},
+                   "node": {"type": "string"}, "attempt": {"type": "integer", "minimum": 1},
                    "input": {"type": "string"},
                    "history": {"type": "object", "properties": {
                        "session": {"type": "string"}, "seen": {"type": "integer", "minimum": 0}},
                        "required": ["session", "seen"], "additionalProperties": False}},
-    "required": ["node", "attempt", "input"], "additionalProperties": False}
+    "required": ["node", "attempt"],
+    "anyOf": [{"required": ["task", "agent"]}, {"required": ["input"]}],
+    "additionalProperties": False}
 
 
 def agent_node_key(agent: str) -> str:
@@ -105,6 +114,9 @@ class _AgentNodeHandler:
             owner=owner, run_id=run.run_id, fence=Fence(run.run_id, run.lease_epoch),
             persistent=False, partition_kind="invocation", partition_id=partition,
             invocation_id=partition)
+        spec_node = self.program.spec.nodes.get(node)
+        if isinstance(spec_node, AgentNode) and spec_node.inputs:  # its granted artifacts,
+            await artifacts.grant(run, scope, spec_node)  # read only beside its folder (#37)
         ref = NodeRef(workflow_run_id=run.run_id, name=node, attempt=attempt)
         ctx = with_node(run.context(self.agent, ref.task_id, owner=owner,
                                     workspace_scope_id=scope.workspace_scope_id), ref)
@@ -123,8 +135,7 @@ class _AgentNodeHandler:
         # run at once in this process (003 F06)
         cfg = self.program.role_config(self.agent)
         async with role_executor(self.program.resolver, self.program.limiter, cfg) as executor:
-            outcome = await run.invoke(executor.agent, str(request.arguments["input"]), ctx,
-                                       history)
+            outcome = await run.invoke(executor.agent, _task(request.arguments), ctx, history)
         if outcome.status == "succeeded":
             answer = outcome.answer
             return ToolResult.success(answer if isinstance(answer, str) else str(answer or ""))
@@ -136,6 +147,11 @@ class _AgentNodeHandler:
             code=error.code, category=error.category, external_outcome="known",
             message=f"agent {self.agent!r} {outcome.status}: {error.message}"))
 
+
+
+def _task(arguments: Mapping[str, Any]) -> str:
+    """The agent node's task: ``task``, or ``input`` in a request stored before issue 37."""
+    return str(arguments["task"] if "task" in arguments else arguments["input"])
 
 
 def approval_tool(release_id: str) -> AgentTool:

@@ -4,8 +4,9 @@ A workflow is a graph whose nodes are capability calls (``CapabilityNode``), who
 invocations (``AgentNode``, input_only) or waits for a person (``WaitNode``), joined by
 ``Edge`` s. The YAML keys (``nodes``, ``agent``, ``capability``, ``args``, ``input``,
 ``history``, ``wait``, ``question``, ``edges``, ``from``, ``to``, ``join``, ``when``,
-``on_error``, ``max``) map one to one onto the fields here; ``config.workflows`` parses and
-checks them, ``squad.builder`` builds the same data from Python.
+``on_error``, ``max``, and issue 37's ``outputs`` / ``inputs``) map one to one onto the
+fields here; ``config.workflows`` parses and checks them, ``squad.builder`` builds the same
+data from Python.
 
 Owns: the shape of a definition and its content digest. Does not own: parsing or validating
 it (``config.workflows``, ``squad.validate``), rendering templates (``squad.templates``),
@@ -21,11 +22,35 @@ from typing import Any, Literal, TypeAlias
 
 from agentloom.canonical import sorted_json
 
-__all__ = ["AgentNode", "CapabilityNode", "Edge", "JoinMode", "Node", "OnError", "WaitNode",
-           "WorkflowSpec"]
+__all__ = ["AgentNode", "ArtifactGrant", "CapabilityNode", "Edge", "JoinMode", "Node", "OnError",
+           "WaitNode", "WorkflowSpec"]
 
 JoinMode: TypeAlias = Literal["all", "any"]
 OnError: TypeAlias = Literal["route", "retry_with_feedback"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArtifactGrant:
+    """``inputs: {from: NODE, files: [GLOB, …]}`` (issue 37): the artifacts of ``from``'s
+    latest succeeded activation whose paths match one of ``files`` (default: all) are written
+    read only into this node's inputs folder, under ``<from>/<path>``."""
+
+    source: str
+    files: tuple[str, ...] = ("**",)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"from": self.source, "files": list(self.files)}
+
+
+def _artifact_keys(outputs: tuple[str, ...], inputs: tuple[ArtifactGrant, ...]) -> dict[str, Any]:
+    """A node's ``outputs`` / ``inputs`` keys, only when set (a node without them keeps the
+    digest it had before artifacts existed)."""
+    out: dict[str, Any] = {}
+    if outputs:
+        out["outputs"] = {"files": list(outputs)}
+    if inputs:
+        out["inputs"] = [g.to_dict() for g in inputs]
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,9 +61,14 @@ class CapabilityNode:
     name: str
     capability: str
     args: Mapping[str, Any] = field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
+    """Globs (relative to its work folder) of the files it hands on as artifacts (issue 37)."""
+    inputs: tuple[ArtifactGrant, ...] = ()
+    """The artifacts of earlier nodes it is granted (issue 37)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"capability": self.capability, "args": dict(self.args)}
+        return {"capability": self.capability, "args": dict(self.args),
+                **_artifact_keys(self.outputs, self.inputs)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,6 +83,10 @@ class AgentNode:
     agent: str
     input: str = "{{ input.task }}"
     history: Literal["none"] | Mapping[str, str] = "none"
+    outputs: tuple[str, ...] = ()
+    """Globs (relative to its work folder) of the files it hands on as artifacts (issue 37)."""
+    inputs: tuple[ArtifactGrant, ...] = ()
+    """The artifacts of earlier nodes it is granted (issue 37)."""
 
     @property
     def history_session(self) -> str | None:
@@ -61,20 +95,36 @@ class AgentNode:
 
     def to_dict(self) -> dict[str, Any]:
         history = self.history if isinstance(self.history, str) else dict(self.history)
-        return {"agent": self.agent, "input": self.input, "history": history}
+        return {"agent": self.agent, "input": self.input, "history": history,
+                **_artifact_keys(self.outputs, self.inputs)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WaitNode:
-    """A wait for a person (``wait: approval``) asking a templated ``question``. Its output is
-    ``approved`` or ``rejected``; an edge's ``when`` routes on it."""
+    """A wait for a person (``wait: approval``) asking a templated ``question``: its output is
+    ``approved`` or ``rejected``; an edge's ``when`` routes on it. Or (issue 37) a wait for a
+    mailbox message (``wait: message``) to ``for_node`` (YAML ``for``; default: this node),
+    from ``from_node`` (YAML ``from``) when given: its output is the message's body
+    (``squad.waits``)."""
 
     name: str
-    wait: Literal["approval"] = "approval"
+    wait: Literal["approval", "message"] = "approval"
     question: str = ""
+    for_node: str | None = None
+    from_node: str | None = None
+
+    @property
+    def recipient(self) -> str:
+        """Whose inbox a message wait watches."""
+        return self.for_node or self.name
 
     def to_dict(self) -> dict[str, Any]:
-        return {"wait": self.wait, "question": self.question}
+        out: dict[str, Any] = {"wait": self.wait, "question": self.question}
+        if self.wait == "message":  # an approval wait keeps the digest it had before
+            out["for"] = self.recipient
+            if self.from_node is not None:
+                out["from"] = self.from_node
+        return out
 
 
 Node: TypeAlias = CapabilityNode | AgentNode | WaitNode

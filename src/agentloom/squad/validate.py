@@ -33,12 +33,14 @@ __all__ = ["check", "graph_node", "problems", "start_nodes", "topological_order"
 
 def graph_node(node: Node) -> GraphNode:
     """The view of one node the graph checks read."""
-    if isinstance(node, AgentNode):
-        return GraphNode(name=node.name, kind="agent", target=node.agent,
-                         texts=((("input",), node.input),))
-    if isinstance(node, CapabilityNode):
-        return GraphNode(name=node.name, kind="capability", target=node.capability,
-                         texts=tuple(template_texts(node.args, ("args",))))
+    if isinstance(node, AgentNode | CapabilityNode):  # their artifacts too (issue 37)
+        texts = (((("input",), node.input),) if isinstance(node, AgentNode)
+                 else tuple(template_texts(node.args, ("args",))))
+        return GraphNode(name=node.name, kind="agent" if isinstance(node, AgentNode)
+                         else "capability",
+                         target=node.agent if isinstance(node, AgentNode) else node.capability,
+                         texts=texts, outputs=node.outputs,
+                         inputs=tuple((g.source, g.files) for g in node.inputs))
     return GraphNode(name=node.name, kind="wait", target=node.wait,
                      texts=((("question",), node.question),))
 

@@ -149,6 +149,17 @@ CREATE TABLE collab_revisions (
   created_at {real} NOT NULL, PRIMARY KEY (run_id, kind, item, revision));
 """
 
+# artifacts (issue 37): a file a workflow node handed on, by (run, node, attempt, path); its
+# bytes are a content-addressed blob (``digest``); ``source_owner`` is whose content it is
+_V13_COMMON = """
+CREATE TABLE artifacts (
+  run_id TEXT NOT NULL, node TEXT NOT NULL, attempt INTEGER NOT NULL, path TEXT NOT NULL,
+  digest TEXT NOT NULL, size INTEGER NOT NULL, source_owner TEXT NOT NULL,
+  invocation TEXT NOT NULL, created_at {real} NOT NULL, data TEXT NOT NULL,
+  PRIMARY KEY (run_id, node, attempt, path));
+CREATE INDEX artifacts_owner ON artifacts (source_owner);
+"""
+
 _V1_COMMON = """
 CREATE TABLE runs (
   run_id TEXT PRIMARY KEY, status TEXT NOT NULL, lease_epoch INTEGER NOT NULL DEFAULT 0,
@@ -293,5 +304,10 @@ MIGRATIONS: tuple[Migration, ...] = (
         "v12: workflows (workflow_nodes) and their collaboration state (mailbox, handoffs, "
         "task_board, blackboard, collab_revisions)",
         _each(_V12_COMMON),
+    ),
+    Migration(
+        "v13: artifacts (files a workflow node hands on: run, node, attempt, path, blob digest, "
+        "source owner)",
+        _each(_V13_COMMON),
     ),
 )

@@ -6,7 +6,10 @@ is announced, every registered non-persistent folder of the run is deleted, and 
 result is recorded. Anything that fails — an unconfirmed revocation, an entry that cannot
 be deleted — leaves a retryable cleanup job and is never raised: the run has already
 ended. Folders are deleted iteratively through descriptors (``_rmtree``), whatever their
-depth. Nothing here runs hooks, so no hook can skip it. Persistent folders stay.
+depth. Nothing here runs hooks, so no hook can skip it. Persistent folders stay; a scope's
+inputs folder (a workflow node's granted files, ``inputs``) goes with a non-persistent folder
+(it is in the run's folder) and, beside a persistent one, at the run's end too: a grant is the
+run's, never the next run's.
 
 A pending job is tried again by ``retry_pending`` (``agentloom worker`` on each sweep,
 ``agentloom cleanup`` once). Its back-off is exponential with a cap and recorded on the job
@@ -35,6 +38,7 @@ from agentloom.store.cleanup import CleanupJobRecord
 from agentloom.store.ports import Fence, Insert, Put, WriteSet
 from agentloom.store.runs import get_run
 from agentloom.workspace._rmtree import remove_tree
+from agentloom.workspace.inputs import inputs_folder
 from agentloom.workspace.scope import WorkspaceScope, WorkspaceStore
 
 
@@ -147,6 +151,12 @@ class RunCleanup:
         if not errors:
             for scope in run_scopes:
                 if scope.persistent:
+                    try:
+                        if (inputs := inputs_folder(root, scope)) is not None:
+                            remove_tree(inputs)
+                    except Exception as exc:  # the run has ended: a failure is a job
+                        errors.append(f"deleting the inputs of scope {scope.workspace_scope_id}: "
+                                      f"{_reason(exc)}")
                     kept.append(scope.workspace_scope_id)
                     continue
                 try:  # .../runs/<run>/work: the whole run folder goes

@@ -3,7 +3,9 @@
 The scope comes only from ``AttemptContext.workspace_scope_id`` (set by the runtime);
 it must belong to the calling run, and only a still-registered scope is writable.
 ``ScopedFiles`` is the file service bound to that one handle: the ``ctx.files`` a
-developer's tool gets. It takes no owner, session, scope or host path from its caller.
+developer's tool gets. It takes no owner, session, scope or host path from its caller. The
+handle carries the scope's inputs folder (``inputs.inputs_folder``): a workflow node's granted
+files, read at ``/inputs/...``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from agentloom.attempts import AttemptContext
 from agentloom.workspace.files import Deleted, FileSlice, FileVersion
+from agentloom.workspace.inputs import inputs_folder
 from agentloom.workspace.paths import WorkspaceError
 from agentloom.workspace.scope import WorkspaceScope, WorkspaceStore
 from agentloom.workspace.service import WorkspaceHandle, WorkspaceService
@@ -56,7 +59,8 @@ class WorkspaceResolver:
                 lock_dir=self.scopes.lock_dir(scope),
                 content_owner=(st.st_uid, st.st_gid) if os.geteuid() == 0 else None)
         return await self.service.open_view(folder, scope_id=scope.workspace_scope_id,
-                                            writable=scope.state == "registered")
+                                            writable=scope.state == "registered",
+                                            inputs=inputs_folder(self.scopes.root, scope))
 
     async def files_for(self, context: AttemptContext) -> ScopedFiles:
         """The call's files. The scope is checked now (a call without a usable one is

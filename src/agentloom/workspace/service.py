@@ -5,6 +5,11 @@ thread. Each call opens the root afresh, resolves beneath it (``paths.Beneath``)
 it again; the blocking work runs in ``asyncio.to_thread``. A cancelled caller does not stop a
 call that has started: it completes (atomically) or fails on its own. Paths in results are
 relative to the root (POSIX); the host root never leaves this module except into the kernel.
+
+A path under ``/inputs`` (``inputs.INPUTS_ROOT``) names the handle's *inputs folder* instead
+(a workflow node's granted artifacts, issue 37): read, list, glob and grep read it beneath its
+own descriptor and answer ``/inputs/...`` paths; every write there is ``READ_ONLY``; a handle
+without one (no grant) answers ``NOT_FOUND``.
 """
 
 from __future__ import annotations
@@ -12,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import NoReturn, TypeVar, cast
 
 from agentloom.workspace._grep import GrepMatch, GrepResult, grep_files
 from agentloom.workspace._locks import DEFAULT_LOCK_TIMEOUT_S
@@ -34,6 +40,7 @@ from agentloom.workspace.files import (
     read_file,
     write_file,
 )
+from agentloom.workspace.inputs import INPUTS_ROOT, existing_inputs, inputs_relative
 from agentloom.workspace.paths import Beneath, Resolution, WorkspaceError, WorkspaceErrorCode
 
 __all__ = [
@@ -67,6 +74,9 @@ class WorkspaceHandle:
     content_owner: tuple[int, int] | None = field(default=None, repr=False)
     """Who new entries belong to when not the service's content owner (a bound folder's
     own owner)."""
+    inputs: Path | None = field(default=None, repr=False)
+    """The scope's inputs folder (``inputs.inputs_folder``), read at ``/inputs``; ``None``
+    or a folder that does not exist: nothing was granted."""
 
 
 class WorkspaceService:
@@ -97,9 +107,11 @@ class WorkspaceService:
 
     async def open_view(self, root: Path, *, scope_id: str, writable: bool = True,
                         lock_dir: Path | None = None,
-                        content_owner: tuple[int, int] | None = None) -> WorkspaceHandle:
+                        content_owner: tuple[int, int] | None = None,
+                        inputs: Path | None = None) -> WorkspaceHandle:
         """A handle on ``root``, which must be an existing folder. ``lock_dir`` and
-        ``content_owner`` override the defaults for a folder the runtime does not own."""
+        ``content_owner`` override the defaults for a folder the runtime does not own;
+        ``inputs`` is the scope's inputs folder (it need not exist)."""
 
         def check() -> None:
             try:
@@ -113,7 +125,8 @@ class WorkspaceService:
 
         await asyncio.to_thread(check)
         return WorkspaceHandle(scope_id=scope_id, root=Path(root), writable=writable,
-                               lock_dir=lock_dir, content_owner=check_owner(content_owner))
+                               lock_dir=lock_dir, content_owner=check_owner(content_owner),
+                               inputs=inputs)
 
     async def _run(self, handle: WorkspaceHandle, op: Callable[[Beneath], T], *, writes: bool) -> T:
         if writes and not handle.writable:
@@ -129,6 +142,42 @@ class WorkspaceService:
 
         return await asyncio.to_thread(call)
 
+    async def _read_inputs(self, handle: WorkspaceHandle, op: Callable[[Beneath], T]) -> T:
+        """``op`` beneath the handle's inputs folder (``NOT_FOUND`` without one); a refusal
+        says it is about ``/inputs``."""
+
+        def call() -> T:
+            folder = existing_inputs(handle.inputs)
+            if folder is None:
+                raise _no_inputs()
+            with Beneath(folder, resolution=self._resolution) as beneath:
+                try:
+                    return op(beneath)
+                except WorkspaceError as exc:
+                    raise _about_inputs(exc) from None
+
+        return await asyncio.to_thread(call)
+
+    async def _refuse_input_write(self, handle: WorkspaceHandle, inner: str) -> NoReturn:
+        """A write under ``/inputs``: ``NOT_FOUND`` where nothing of that name was granted,
+        else ``READ_ONLY``."""
+
+        def granted() -> bool:
+            folder = existing_inputs(handle.inputs)
+            first = inner.split("/", 1)[0]
+            return folder is not None and (first == "." or existing_inputs(folder / first)
+                                           is not None)
+
+        if not await asyncio.to_thread(granted):
+            raise _no_inputs()
+        raise WorkspaceError("READ_ONLY", f"{INPUTS_ROOT} holds the files granted to this node "
+                             "and is read only; write a changed copy into the work folder")
+
+    async def _no_input_writes(self, handle: WorkspaceHandle, *paths: object) -> None:
+        for path in paths:
+            if (inner := inputs_relative(path)) is not None:
+                await self._refuse_input_write(handle, inner)
+
     async def read(
         self, handle: WorkspaceHandle, path: str, offset: int = 0, limit: int | None = None
     ) -> FileSlice:
@@ -136,6 +185,10 @@ class WorkspaceService:
 
         At most 262,144 characters per call; follow ``next_offset`` for the rest.
         """
+        if (inner := inputs_relative(path)) is not None:
+            found = await self._read_inputs(
+                handle, lambda b: read_file(b, inner, offset=offset, limit=limit))
+            return replace(found, path=_shown(found.path))
         return await self._run(handle, lambda b: read_file(b, path, offset=offset, limit=limit), writes=False)
 
     async def write(
@@ -153,6 +206,7 @@ class WorkspaceService:
         A new file's missing parent folders are created first (as ``mkdir(parents=True)``
         makes them), unless ``parents=False``; then a missing parent is ``NOT_FOUND``.
         """
+        await self._no_input_writes(handle, path)
         timeout = self._lock_timeout_s
         return await self._run(
             handle,
@@ -173,6 +227,7 @@ class WorkspaceService:
         if_match: str | None = None,
     ) -> FileVersion:
         """Replace exactly ``expected_matches`` occurrences of ``old_text``, or change nothing."""
+        await self._no_input_writes(handle, path)
         timeout = self._lock_timeout_s
         return await self._run(
             handle,
@@ -192,6 +247,7 @@ class WorkspaceService:
         self, handle: WorkspaceHandle, path: str, unified_diff: str, *, if_match: str | None = None
     ) -> FileVersion:
         """Apply a one-file unified diff whose hunks match the current content exactly."""
+        await self._no_input_writes(handle, path)
         timeout = self._lock_timeout_s
         return await self._run(
             handle,
@@ -203,12 +259,30 @@ class WorkspaceService:
         self, handle: WorkspaceHandle, path: str = ".", *, cursor: str | None = None, limit: int = 200
     ) -> Listing:
         """One page of a folder's entries sorted by name; pass ``next_cursor`` for the next."""
+        if (inner := inputs_relative(path)) is not None:
+            page = await self._read_inputs(
+                handle, lambda b: list_dir(b, inner, cursor=cursor, limit=limit))
+            return replace(page, entries=tuple(replace(e, path=_shown(e.path))
+                                               for e in page.entries))
         return await self._run(handle, lambda b: list_dir(b, path, cursor=cursor, limit=limit), writes=False)
 
     async def glob(
         self, handle: WorkspaceHandle, pattern: str, *, root: str = ".", limit: int = 500
     ) -> GlobResult:
-        """Sorted paths matching ``pattern`` (``*``, ``?``, ``[...]``, ``**``) under ``root``."""
+        """Sorted paths matching ``pattern`` (``*``, ``?``, ``[...]``, ``**``) under ``root``;
+        ``/inputs/...`` in ``pattern`` (then ``root`` is ``.``) or in ``root`` searches the
+        inputs folder."""
+        inner_root = inputs_relative(root)
+        if (inner_pattern := inputs_relative(pattern)) is not None:
+            if root != ".":
+                raise WorkspaceError("INVALID_ARGUMENTS", f"give the {INPUTS_ROOT} path in "
+                                     "pattern or in root, not both")
+            inner_root, pattern = ".", inner_pattern
+        if inner_root is not None:
+            at = inner_root
+            found = await self._read_inputs(
+                handle, lambda b: glob_paths(b, pattern, root=at, limit=limit))
+            return replace(found, paths=tuple(_shown(p) for p in found.paths))
         return await self._run(handle, lambda b: glob_paths(b, pattern, root=root, limit=limit), writes=False)
 
     async def grep(
@@ -221,21 +295,49 @@ class WorkspaceService:
         limit: int = 200,
         timeout_s: float = 2.0,
     ) -> GrepResult:
-        """Lines matching ``pattern`` sorted by (path, line); bounded by ``limit`` and ``timeout_s``."""
-        return await self._run(
-            handle,
-            lambda b: grep_files(b, pattern, paths=paths, literal=literal, limit=limit, timeout_s=timeout_s),
-            writes=False,
-        )
+        """Lines matching ``pattern`` sorted by (path, line); bounded by ``limit`` and ``timeout_s``.
+        ``paths`` under ``/inputs`` are searched in the inputs folder, after the others."""
+        raw: list[object] = ["."] if paths is None else [paths] if isinstance(paths, str) else list(paths)
+        inner = [i for i in map(inputs_relative, raw) if i is not None]
+        if not inner:
+            return await self._run(
+                handle,
+                lambda b: grep_files(b, pattern, paths=paths, literal=literal, limit=limit,
+                                     timeout_s=timeout_s),
+                writes=False,
+            )
+        started = time.monotonic()
+        work = [p for p in raw if inputs_relative(p) is None]
+        found = GrepResult(matches=(), truncated=False, timed_out=False)
+        if work:
+            found = await self._run(
+                handle, lambda b: grep_files(b, pattern, paths=work, literal=literal,  # type: ignore[arg-type]
+                                             limit=limit, timeout_s=timeout_s),
+                writes=False)
+            if found.truncated or found.timed_out:
+                return found
+            left = timeout_s - (time.monotonic() - started)
+            if left <= 0:
+                return replace(found, timed_out=True)
+        else:
+            left = timeout_s
+        more = await self._read_inputs(
+            handle, lambda b: grep_files(b, pattern, paths=inner, literal=literal, limit=limit,
+                                         timeout_s=left))
+        matches = (*found.matches, *(replace(m, path=_shown(m.path)) for m in more.matches))
+        return GrepResult(matches=matches[:limit], timed_out=more.timed_out,
+                          truncated=more.truncated or len(matches) > limit)
 
     async def mkdir(self, handle: WorkspaceHandle, path: str, *, parents: bool = False) -> ListEntry:
         """Create a folder; with ``parents`` also its missing parents (an existing folder is fine)."""
+        await self._no_input_writes(handle, path)
         return await self._run(handle, lambda b: make_dir(b, path, parents=parents), writes=True)
 
     async def move(
         self, handle: WorkspaceHandle, src: str, dst: str, *, if_match: str | None = None
     ) -> ListEntry:
         """Rename ``src`` to ``dst``; never overwrites an existing ``dst``."""
+        await self._no_input_writes(handle, src, dst)
         timeout = self._lock_timeout_s
         return await self._run(
             handle, lambda b: move_entry(b, src, dst, if_match=if_match, lock_timeout_s=timeout), writes=True
@@ -245,9 +347,28 @@ class WorkspaceService:
         self, handle: WorkspaceHandle, path: str, *, if_match: str | None = None, recursive: bool = False
     ) -> Deleted:
         """Delete a file, link or empty folder; a non-empty folder only with ``recursive``."""
+        await self._no_input_writes(handle, path)
         timeout = self._lock_timeout_s
         return await self._run(
             handle,
             lambda b: delete_entry(b, path, if_match=if_match, recursive=recursive, lock_timeout_s=timeout),
             writes=True,
         )
+
+
+def _no_inputs() -> WorkspaceError:
+    return WorkspaceError("NOT_FOUND", f"nothing was granted to this node at {INPUTS_ROOT}; only "
+                          "a workflow node whose inputs name another node's files has it")
+
+
+def _about_inputs(exc: WorkspaceError) -> WorkspaceError:
+    """``exc`` (a refusal beneath the inputs folder) saying it is about ``/inputs``."""
+    return WorkspaceError(cast(WorkspaceErrorCode, exc.error.code),
+                          f"in {INPUTS_ROOT}: {exc.error.message}",
+                          external_outcome=exc.error.external_outcome,
+                          details=dict(exc.error.details) if exc.error.details else None)
+
+
+def _shown(inner: str) -> str:
+    """A path below the inputs folder as the tools name it: ``/inputs/...``."""
+    return INPUTS_ROOT if inner == "." else f"{INPUTS_ROOT}/{inner}"

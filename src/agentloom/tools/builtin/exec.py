@@ -9,6 +9,12 @@ Every result says whether it ran sandboxed. The role's skills (``mounts``, set b
 kernel) are mounted read-only at ``/skills/<name>``; without a mount namespace (Landlock,
 none) an ``argv`` item under ``/skills/<name>`` is given the folder's host path instead.
 
+A workflow node's granted files (the scope's inputs folder, ``workspace.inputs``) are mounted
+per call, read-only, at ``/inputs`` (``/inputs/<from node>/...``), and ``$AGENTLOOM_INPUTS``
+names that folder on every backend: ``/inputs`` in a namespace view, its host path otherwise
+(an ``argv`` item under ``/inputs`` is given that host path too). A scope without one has
+neither: ``AGENTLOOM_INPUTS`` is unset (a value in ``env_patch`` is dropped).
+
 The gateway is asked for on each call (``GatewayProvider``), so a host without a usable
 sandbox fails that call — a failed result with ``SANDBOX_UNAVAILABLE`` the model reads —
 and nothing else.
@@ -37,7 +43,9 @@ from agentloom.sandbox import (
 )
 from agentloom.sandbox.ports import WORK_MOUNT
 from agentloom.workspace.blobs import BLOB_REF_PREFIX, FileBlobStore
+from agentloom.workspace.inputs import INPUTS_ENV, INPUTS_ROOT, existing_inputs, inputs_folder
 from agentloom.workspace.resolver import WorkspaceResolver
+from agentloom.workspace.scope import WorkspaceScope
 
 EXEC_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -101,13 +109,14 @@ class ExecHandler:
             )
             gateway = await self.gateway()
             folder = self.resolver.scopes.ensure_folder(scope)
-            mounts = () if self.mounts is None else await asyncio.to_thread(self.mounts,
-                                                                            context.role)
+            mounts, granted = await asyncio.to_thread(self._readonly_mounts, scope,
+                                                      context.role)
             handle = await gateway.ensure(
                 SandboxScope(workspace_scope_id=scope.workspace_scope_id, run_id=context.run_id,
                              work_dir=folder, managed=scope.bound_path is None,
                              readonly_mounts=mounts),
                 None, context.lease_epoch or 0)
+            command = _inputs_env(command, handle, present=granted)
             if mounts and handle.view == "host":
                 command = _host_paths(command, handle)
             execution = await gateway.execute(
@@ -150,6 +159,16 @@ class ExecHandler:
                     "it may have changed files before that", external_outcome="unknown"),
             )
         return ToolResult.success(JsonBlock(_summary(result, refs)), artifacts=artifacts)
+
+    def _readonly_mounts(self, scope: WorkspaceScope, role: str | None
+                         ) -> tuple[tuple[tuple[Path, str], ...], bool]:
+        """The call's read-only mounts: the role's skills, then the scope's inputs folder at
+        ``/inputs`` when it has one (and whether it has)."""
+        mounts = () if self.mounts is None else self.mounts(role)
+        inputs = existing_inputs(inputs_folder(self.resolver.scopes.root, scope))
+        if inputs is None:
+            return mounts, False
+        return (*mounts, (inputs, INPUTS_ROOT)), True
 
 
 def _preview(stream: CapturedStream, ref: str | None) -> str:
@@ -195,14 +214,25 @@ def _summary(result: ExecutionResult, refs: dict[str, str]) -> dict[str, Any]:
 
 def _host_paths(command: ExecCommand, handle: SandboxHandle) -> ExecCommand:
     """At the host's paths (Landlock without a mount namespace, ``none``) a read-only mount
-    keeps its host path: an ``argv`` item naming ``/skills/<name>`` or a path below it is
-    given that host path (the ``shell_script`` text is left as written: it has
-    ``$AGENTLOOM_SKILLS``)."""
+    keeps its host path: an ``argv`` item naming ``/skills/<name>`` or ``/inputs`` or a path
+    below one is given that host path (the ``shell_script`` text is left as written: it has
+    ``$AGENTLOOM_SKILLS`` and ``$AGENTLOOM_INPUTS``)."""
     if command.argv is None:
         return command
     return replace(command, argv=tuple(
         handle.host_path(item) if item != WORK_MOUNT and not item.startswith(WORK_MOUNT + "/")
         else item for item in command.argv))
+
+
+def _inputs_env(command: ExecCommand, handle: SandboxHandle, *, present: bool) -> ExecCommand:
+    """``$AGENTLOOM_INPUTS``: where the command sees the node's inputs (``/inputs`` in a
+    namespace view, the folder's host path otherwise); unset when the scope has none."""
+    env = {k: v for k, v in command.env_patch.items() if k != INPUTS_ENV}
+    if present:
+        env[INPUTS_ENV] = handle.host_path(INPUTS_ROOT)
+    elif len(env) == len(command.env_patch):
+        return command
+    return replace(command, env_patch=env)
 
 
 def _refused(code: str, message: str) -> ToolResult:
