@@ -25,6 +25,7 @@ from agentloom.config.mcp import mcp_entry_parts
 from agentloom.config.workflows import CapabilityNodeConfig
 from agentloom.errors import ConfigError
 from agentloom.pipeline.ports import CapabilityHandler
+from agentloom.squad.workflow_tools import is_workflow_tool, workflow_tool
 from agentloom.tools.sdk import Tool
 
 if TYPE_CHECKING:
@@ -115,6 +116,9 @@ def entry_tools(config: Config, entries: Sequence[str], where: Callable[[int], s
         if (command := command_entry(entry)) is not None:  # ``assembly.commands``
             if commands is not None:
                 out.append(commands[command])
+            continue
+        if is_workflow_tool(entry):  # a workflow node's tool (``squad.workflow_tools``)
+            out.append(workflow_tool(entry))
             continue
         if ":" not in entry:
             out.append(entry)

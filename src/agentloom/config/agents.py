@@ -35,7 +35,8 @@ from agentloom.config.mcp import mcp_entry_parts
 from agentloom.config.skills import AgentSkills
 from agentloom.errors import CatalogError
 
-__all__ = ["AUTO_TOOLS", "BUILTIN_TOOLS", "AgentConfig", "LimitsConfig", "OutputConfig", "RetryConfig"]
+__all__ = ["AUTO_TOOLS", "BUILTIN_TOOLS", "WORKFLOW_TOOLS", "AgentConfig", "LimitsConfig",
+           "OutputConfig", "RetryConfig"]
 
 BUILTIN_TOOLS: tuple[str, ...] = (
     "fs.read", "fs.write", "fs.edit", "fs.patch", "fs.list", "fs.glob", "fs.grep", "fs.mkdir",
@@ -45,18 +46,29 @@ BUILTIN_TOOLS: tuple[str, ...] = (
 Written out here, as names only, so config imports no tool; tests/config/test_load.py pins it
 equal to ``agentloom.environment.BUILTIN_TOOLS``."""
 
+WORKFLOW_TOOLS: tuple[str, ...] = (
+    "collab.post", "collab.read", "collab.handoff", "collab.accept", "collab.claim",
+    "collab.update", "artifact.publish",
+)
+"""Tool names only a workflow node can use (issue 37): its run's mailbox, handoffs and task
+board, and publishing an artifact. Names only, so config imports no squad; the assembly
+resolves them (``squad.workflow_tools``). Listed outside any workflow they still load; a
+call then fails ``NOT_IN_WORKFLOW``."""
+
 AUTO_TOOLS: tuple[str, ...] = ("result.read", "skill.list", "skill.read")
 """Capabilities an agent gets without listing them (``result.read`` always, ``skill.list`` /
 ``skill.read`` with skills); listing one too is accepted and changes nothing."""
 
 
 def _tool_entry(value: str) -> str:
-    if value in BUILTIN_TOOLS or value in AUTO_TOOLS or _REF.match(value) \
+    if value in BUILTIN_TOOLS or value in AUTO_TOOLS or value in WORKFLOW_TOOLS \
+            or _REF.match(value) \
             or mcp_entry_parts(value) or a2a_entry_agent(value) or command_entry(value):
         return value
     raise ValueError(
-        f"unknown tool {value!r}; {did_you_mean(value, (*BUILTIN_TOOLS, *AUTO_TOOLS))}built-ins are "
-        f"{', '.join(BUILTIN_TOOLS)}; an SDK tool is written 'package.module:attribute', an MCP "
+        f"unknown tool {value!r}; {did_you_mean(value, (*BUILTIN_TOOLS, *AUTO_TOOLS, *WORKFLOW_TOOLS))}"
+        f"built-ins are {', '.join(BUILTIN_TOOLS)}; a workflow node's tools "
+        f"{', '.join(WORKFLOW_TOOLS)}; an SDK tool is written 'package.module:attribute', an MCP "
         "tool 'mcp.<server>.<tool>' (or a glob such as 'mcp.git.*'), a remote A2A agent 'a2a.<name>', "
         "a command 'command.<id>'"
     )

@@ -70,13 +70,17 @@ class Message:
     body: Any
     created_at: float
     read_at: float | None = None
+    read_by: str | None = None
+    """The operation that marked it read (``mark_read(by=…)``), if one did."""
 
     @classmethod
     def of_row(cls, row: Mapping[str, Any]) -> Message:
+        data = row["data"] or {}
         return cls(run_id=row["run_id"], message_id=row["message_id"], sender=row["sender"],
-                   recipient=row["recipient"], body=(row["data"] or {}).get("body"),
+                   recipient=row["recipient"], body=data.get("body"),
                    created_at=float(row["created_at"]),
-                   read_at=None if row.get("read_at") is None else float(row["read_at"]))
+                   read_at=None if row.get("read_at") is None else float(row["read_at"]),
+                   read_by=data.get("read_by"))
 
 
 def post(run_id: str, *, sender: str, recipient: str, body: Any,
@@ -99,8 +103,9 @@ def inbox(store: Store, run_id: str, recipient: str, *,
 
 
 def mark_read(store: Store, run_id: str, message_ids: Iterable[str], *,
-              recipient: str | None = None) -> list[Op]:
+              recipient: str | None = None, by: str | None = None) -> list[Op]:
     """The writes marking ``message_ids`` read now; one read before keeps its first time.
+    ``by``: the operation reading them, kept with each (a recovered read finds its own).
 
     Raises:
         ValueError: a message the run's mailbox does not hold, or (``recipient`` given) one
@@ -116,8 +121,11 @@ def mark_read(store: Store, run_id: str, message_ids: Iterable[str], *,
             raise ValueError(f"message {message_id!r} of run {run_id} is for "
                              f"{row['recipient']!r}, not {recipient!r}")
         if row["read_at"] is None:
-            ops.append(Put(MAILBOX, {"run_id": run_id, "message_id": message_id,
-                                     "read_at": at}))
+            marked: dict[str, Any] = {"run_id": run_id, "message_id": message_id,
+                                      "read_at": at}
+            if by is not None:
+                marked["data"] = {**(row["data"] or {}), "read_by": by}
+            ops.append(Put(MAILBOX, marked))
     return ops
 
 
@@ -136,6 +144,8 @@ class Handoff:
     result: Any
     created_at: float
     updated_at: float
+    accepted_by: Mapping[str, Any] | None = None
+    """Who accepted it (``accept(by=…)``: e.g. the node and its call's operation), if told."""
 
     @classmethod
     def of_row(cls, row: Mapping[str, Any]) -> Handoff:
@@ -143,13 +153,16 @@ class Handoff:
         return cls(run_id=row["run_id"], handoff_id=row["handoff_id"],
                    from_node=row["from_node"], to_node=row["to_node"], status=row["status"],
                    payload=data.get("payload"), result=data.get("result"),
-                   created_at=float(row["created_at"]), updated_at=float(row["updated_at"]))
+                   created_at=float(row["created_at"]), updated_at=float(row["updated_at"]),
+                   accepted_by=data.get("accepted_by"))
 
     def row(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"payload": self.payload, "result": self.result}
+        if self.accepted_by is not None:
+            data["accepted_by"] = dict(self.accepted_by)
         return {"run_id": self.run_id, "handoff_id": self.handoff_id,
                 "from_node": self.from_node, "to_node": self.to_node, "status": self.status,
-                "created_at": self.created_at, "updated_at": self.updated_at,
-                "data": {"payload": self.payload, "result": self.result}}
+                "created_at": self.created_at, "updated_at": self.updated_at, "data": data}
 
 
 def handoff(run_id: str, *, from_node: str, to_node: str, payload: Any,
@@ -164,7 +177,8 @@ def handoff(run_id: str, *, from_node: str, to_node: str, payload: Any,
 
 
 def _transition(store: Store, run_id: str, handoff_id: str, before: HandoffStatus,
-                after: HandoffStatus, result: Any = None) -> list[Op]:
+                after: HandoffStatus, result: Any = None,
+                by: Mapping[str, Any] | None = None) -> list[Op]:
     row = store.get(HANDOFFS, {"run_id": run_id, "handoff_id": handoff_id})
     if row is None:
         raise ValueError(f"run {run_id} has no handoff {handoff_id!r}")
@@ -174,19 +188,23 @@ def _transition(store: Store, run_id: str, handoff_id: str, before: HandoffStatu
                                f"not {before}: it cannot become {after}")
     at = stamp()
     moved = replace(current, status=after, updated_at=at,
-                    result=current.result if result is None else result)
+                    result=current.result if result is None else result,
+                    accepted_by=current.accepted_by if by is None
+                    else json_value(by, where="handoff acceptor"))
     return [_revision_op(run_id, "handoff", handoff_id, _STEP[after], at),
             Put(HANDOFFS, moved.row())]
 
 
-def accept(store: Store, run_id: str, handoff_id: str) -> list[Op]:
-    """The writes accepting a ``pending`` handoff (of two acceptors, one commits).
+def accept(store: Store, run_id: str, handoff_id: str, *,
+           by: Mapping[str, Any] | None = None) -> list[Op]:
+    """The writes accepting a ``pending`` handoff (of two acceptors, one commits); ``by``
+    (JSON) is kept as its ``accepted_by``.
 
     Raises:
         ValueError: no such handoff.
         RevisionConflict: it is not ``pending`` (any more).
     """
-    return _transition(store, run_id, handoff_id, "pending", "accepted")
+    return _transition(store, run_id, handoff_id, "pending", "accepted", by=by)
 
 
 def complete(store: Store, run_id: str, handoff_id: str, *, result: Any = None) -> list[Op]:
@@ -219,12 +237,16 @@ class BoardTask:
     revision: int
     updated_at: float
     data: Any
+    by: Mapping[str, Any] | None = None
+    """Who wrote this revision (``board_put(by=…)``), if told."""
 
     @classmethod
     def of_row(cls, row: Mapping[str, Any]) -> BoardTask:
+        stored = row["data"] or {}
         return cls(run_id=row["run_id"], task_id=row["task_id"], status=row["status"],
                    assignee=row["assignee"], revision=int(row["revision"]),
-                   updated_at=float(row["updated_at"]), data=(row["data"] or {}).get("data"))
+                   updated_at=float(row["updated_at"]), data=stored.get("data"),
+                   by=stored.get("by"))
 
 
 def board_task(store: Store, run_id: str, task_id: str) -> BoardTask | None:
@@ -234,8 +256,10 @@ def board_task(store: Store, run_id: str, task_id: str) -> BoardTask | None:
 
 def board_put(store: Store, run_id: str, task_id: str, *, status: str,
               assignee: str | None = None, data: Any = None,
-              expect_revision: int | None = None) -> list[Op]:
-    """The writes of ``task_id`` at its next revision. ``expect_revision`` is the revision the
+              expect_revision: int | None = None,
+              by: Mapping[str, Any] | None = None) -> list[Op]:
+    """The writes of ``task_id`` at its next revision (``by``, JSON: who writes it, kept
+    with this revision). ``expect_revision`` is the revision the
     writer read (0: the task must not exist yet); ``None`` writes over whatever is there — still
     one revision per write, so a concurrent writer is refused, never lost.
 
@@ -253,12 +277,15 @@ def board_put(store: Store, run_id: str, task_id: str, *, status: str,
     if expect_revision is not None and expect_revision != revision:
         raise RevisionConflict(f"task {task_id} of run {run_id} is at revision {revision}, "
                                f"the write expected {expect_revision}: re-read and try again")
+    stored: dict[str, Any] = {"data": value}
+    if by is not None:
+        stored["by"] = json_value(by, where=f"writer of task {task_id!r}")
     at = stamp()
     return [_revision_op(run_id, "task", task_id, revision + 1, at),
             Put(TASK_BOARD, {"run_id": run_id, "task_id": task_id,
                              "status": non_empty(status, "status"), "assignee": assignee,
                              "revision": revision + 1, "updated_at": at,
-                             "data": {"data": value}})]
+                             "data": stored})]
 
 
 def board(store: Store, run_id: str) -> list[BoardTask]:
