@@ -14,7 +14,10 @@ may still have. Then the owner's processes are revoked and its folders deleted
 attempts, hook invocations, context records, results, run controls, cleanup jobs, a workflow
 run's node rows and collaboration state (mailbox, handoffs, task board, blackboard), workspace
 scopes, its file root. Blobs are content-addressed and may be shared: a blob goes only when no
-row of another owner refers to it. Nothing of another owner is written.
+row of another owner refers to it. Nothing else of another owner is written: an agent's
+content derived into another owner's run (a workflow's agent nodes) is deleted or replaced by
+a deletion marker there, and such a run still running is stopped first (``agent.derived``);
+a workflow's runs keep the rows of the agents it called.
 
 A deletion that cannot finish — a run still driven by a live process after ``wait_s``, a
 revocation the sandbox cannot confirm, a crash — leaves the tombstone ``deleting``: new runs
@@ -32,9 +35,11 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from agentloom.agent.controls import STOP, record_control
+from agentloom.agent.derived import add_counts, apart, follow_derivation, kept_rows, running_runs
 from agentloom.agent.leases import is_interrupted
 from agentloom.errors import AgentLoomError, ErrorCategory
 from agentloom.kernel import Kernel
@@ -42,8 +47,8 @@ from agentloom.refs import OwnerRef
 from agentloom.store.cleanup import has_cleanup_job
 from agentloom.store.owners import owner_label, tombstone, tombstone_op
 from agentloom.store.ports import Delete, WriteOp, WriteSet
-from agentloom.store.records import RunRecord, get_run, operations, runs
-from agentloom.store.schema import table
+from agentloom.store.records import RunRecord, get_run, runs
+from agentloom.store.schema import TABLES, table
 from agentloom.store.scopes import file_root_id, scopes_where
 from agentloom.store.sessions import owner_sessions, session_turns
 from agentloom.store.skills import all_version_data
@@ -59,9 +64,10 @@ MAX_ROUNDS = 5  # rows that appear while deleting (a run that had passed the che
 STOP_REASON = "owner deleted"
 
 # The rows of an owner, in the order they are deleted: what refers to a row goes before it.
+_ARTIFACTS = ("artifacts",) if "artifacts" in TABLES else ()  # issue 37 (a workflow's grants)
 ROW_TABLES = ("approvals", "attempts", "hook_invocations", "results", "context_records",
-              "operations", "run_controls", "cleanup_jobs", "revocations", "workflow_nodes",
-              "mailbox", "handoffs", "task_board", "blackboard", "collab_revisions",
+              "operations", "run_controls", "cleanup_jobs", "revocations", *_ARTIFACTS,
+              "workflow_nodes", "mailbox", "handoffs", "task_board", "blackboard", "collab_revisions",
               "workspace_scopes", "session_turns", "sessions", "runs", "file_roots")
 BLOB_TABLES = ("blob_chunks", "blobs")
 # Tables whose JSON rows may refer to a blob ({"blob": {"digest": …}}), and the column.
@@ -102,7 +108,8 @@ class OwnerDeletion:
     """What deleting an owner did (or, ``dry_run``, would do): the rows deleted per table, the
     blobs deleted and the shared ones kept, the runs stopped, the scopes whose folders went.
     ``state`` is ``deleted``, ``already_deleted`` (a second call: nothing done) or
-    ``would_delete`` (a dry run: nothing done)."""
+    ``would_delete`` (a dry run: nothing done). ``derived``: the rows of other owners' runs
+    whose copies of an agent's content were tombstoned, per table (``agent.derived``)."""
 
     owner: OwnerRef
     state: Literal["deleted", "already_deleted", "would_delete"]
@@ -111,13 +118,15 @@ class OwnerDeletion:
     stopped: tuple[str, ...] = ()
     running: tuple[str, ...] = ()
     scopes: int = 0
+    derived: Mapping[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as ``agentloom owners delete --json`` prints it."""
         return {"owner": owner_label(self.owner), "state": self.state,
                 "rows": dict(self.rows), "total_rows": sum(self.rows.values()),
                 "blobs_kept": self.blobs_kept, "stopped": list(self.stopped),
-                "running": list(self.running), "scopes": self.scopes}
+                "running": list(self.running), "scopes": self.scopes,
+                "derived": dict(self.derived), "total_derived": sum(self.derived.values())}
 
 
 # -- which rows are the owner's --------------------------------------------------------------
@@ -161,7 +170,7 @@ def _blob_refs(value: Any) -> Iterator[str]:
 
 
 def _row_blobs(table_name: str, row: Mapping[str, Any]) -> Iterable[str]:
-    if table_name == "results":
+    if table_name in ("results", *_ARTIFACTS):
         return [row["digest"]] if row.get("digest") and not row.get("location") else []
     column = _JSON_REFERRERS.get(table_name)
     return _blob_refs(row.get(column)) if column else []
@@ -201,15 +210,15 @@ def plan_owner_rows(kernel: Kernel, owner: OwnerRef) -> _Plan:
     sessions = owner_sessions(store, owner)
     op_ids: list[str] = []
     for run_id in run_ids:
+        # a workflow's run keeps the rows of the agents it called (000 §7.4: agent.derived)
+        kept = kept_rows(kernel, run_id, owner) if owner.kind == "workflow" else {}
         for t in ("results", "context_records", "run_controls", "cleanup_jobs", "approvals",
-                  "revocations", "workflow_nodes", "mailbox", "handoffs", "task_board",
-                  "blackboard", "collab_revisions"):
-            found = [_found(t, row) for row in store.query(t, {"run_id": run_id})]
-            mine[t].append(({"run_id": run_id}, found))
-        ops = operations(store, run_id, lenient=True)
-        mine["operations"].append(({"run_id": run_id},
-                                   [_found("operations", o.to_row()) for o in ops]))
-        op_ids += [o.operation_id for o in ops]
+                  "revocations", *_ARTIFACTS, "workflow_nodes", "mailbox", "handoffs",
+                  "task_board", "blackboard", "collab_revisions", "operations"):
+            for where, rows in apart(t, {"run_id": run_id}, store.query(t, {"run_id": run_id}),
+                                     kept.get(t)):
+                mine[t].append((where, [_found(t, row) for row in rows]))
+                op_ids += [row["operation_id"] for row in rows] if t == "operations" else []
         run = get_run(store, run_id, lenient=True)
         mine["runs"].append(({"run_id": run_id}, [] if run is None else [
             _found("runs", {"run_id": run.run_id, "data": run.data})]))
@@ -265,7 +274,7 @@ def _referenced_elsewhere(kernel: Kernel, digests: set[str],
         return set()
     store = kernel.store
     found: set[str] = set()
-    for t in ("results", *_JSON_REFERRERS):
+    for t in ("results", *_ARTIFACTS, *_JSON_REFERRERS):
         key_columns = table(t).key
         for row in store.query(t):
             if tuple(row.get(c) for c in key_columns) in mine.get(t, set()):
@@ -302,9 +311,12 @@ async def delete_owner(kernel: Kernel, owner: OwnerRef, *, stop: Stopper | None 
         return OwnerDeletion(owner=owner, state="already_deleted")
     if dry_run:
         plan = plan_owner_rows(kernel, owner)
-        running = tuple(r.run_id for r in owner_runs(kernel, owner) if r.status == "running")
-        return OwnerDeletion(owner=owner, state="would_delete", rows=plan.rows,
-                             blobs_kept=plan.blobs_kept, running=running)
+        would = await follow_derivation(kernel, owner, own=[r.run_id for r in owner_runs(
+            kernel, owner)], elsewhere=partial(_referenced_elsewhere, kernel), dry_run=True)
+        return OwnerDeletion(owner=owner, state="would_delete",
+                             rows=add_counts(plan.rows, would.rows),
+                             blobs_kept=plan.blobs_kept + would.blobs_kept,
+                             running=_running_runs(kernel, owner), derived=would.derived)
     created = float(stone["created_at"]) if stone is not None else None
     await kernel.coordinator.commit(WriteSet((tombstone_op(owner, "deleting",
                                                            created_at=created),)))
@@ -312,6 +324,7 @@ async def delete_owner(kernel: Kernel, owner: OwnerRef, *, stop: Stopper | None 
     kept = 0
     stopped: list[str] = []
     scopes: set[str] = set()
+    derived: dict[str, int] = {}
     for _ in range(MAX_ROUNDS):  # again while a run that passed the check before appears
         stopped += await _stop_runs(kernel, owner, stop, wait_s)
         try:
@@ -319,25 +332,34 @@ async def delete_owner(kernel: Kernel, owner: OwnerRef, *, stop: Stopper | None 
         except RuntimeError as exc:  # an unconfirmed revocation: nothing more is deleted
             raise OwnerDeletionPending(f"{owner_label(owner)}: {exc}; run the deletion again "
                                        "once its processes are gone") from exc
+        # its content in other owners' runs first: found from its calls there, which go now
+        followed = await follow_derivation(kernel, owner, own=[r.run_id for r in owner_runs(
+            kernel, owner)], elsewhere=partial(_referenced_elsewhere, kernel))
+        derived, rows = add_counts(derived, followed.derived), add_counts(rows, followed.rows)
         plan = plan_owner_rows(kernel, owner)
-        kept = max(kept, plan.blobs_kept)
-        if not plan.deletes:
+        kept = max(kept, plan.blobs_kept + followed.blobs_kept)
+        if not plan.deletes and not followed.runs:
             break
         for start in range(0, len(plan.deletes), OPS_PER_COMMIT):
             batch: tuple[WriteOp, ...] = tuple(plan.deletes[start:start + OPS_PER_COMMIT])
             await kernel.coordinator.commit(WriteSet(batch, label="owner.delete"))
-        for t, n in plan.rows.items():
-            rows[t] = rows.get(t, 0) + n
+        rows = add_counts(rows, plan.rows)
     else:
         raise OwnerDeletionPending(f"{owner_label(owner)}: new rows kept appearing while it "
                                    "was deleted; run the deletion again")
     summary = OwnerDeletion(owner=owner, state="deleted", rows=rows, blobs_kept=kept,
-                            stopped=tuple(stopped), scopes=len(scopes))
+                            stopped=tuple(stopped), scopes=len(scopes), derived=derived)
     await kernel.coordinator.commit(WriteSet((tombstone_op(
         owner, "deleted", created_at=created or time.time(),
         data={"rows": rows, "blobs_kept": kept, "stopped": list(stopped),
-              "scopes": len(scopes)}),)))
+              "scopes": len(scopes), "derived": derived}),)))
     return summary
+
+
+
+def _running_runs(kernel: Kernel, owner: OwnerRef) -> tuple[str, ...]:
+    """Its running runs, and those of others it worked in: all are stopped before it goes."""
+    return running_runs(kernel, owner, owner_runs(kernel, owner))
 
 
 async def _stop_runs(kernel: Kernel, owner: OwnerRef, stop: Stopper | None,
@@ -345,7 +367,7 @@ async def _stop_runs(kernel: Kernel, owner: OwnerRef, stop: Stopper | None,
     """Stop the owner's running runs and wait until each has ended (its run-end cleanup
     recorded) or nobody drives it (then it is claimed: any stale writer is fenced out)."""
     store = kernel.store
-    running = [r.run_id for r in owner_runs(kernel, owner) if r.status == "running"]
+    running = _running_runs(kernel, owner)
     for run_id in running:
         if stop is not None:
             await stop(run_id, STOP_REASON)

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from agentloom.agent.derived import derived_runs
 from agentloom.agent.owners import OwnerDeletion, delete_owner, owner_runs, parse_owner
 from agentloom.assembly import runtime_from_config
 from agentloom.cli.errors import EXIT_OK, EXIT_USAGE, UsageFailure
@@ -28,6 +29,7 @@ from agentloom.kernel import Kernel
 from agentloom.refs import OwnerRef
 from agentloom.store.cleanup import run_cleanup_jobs
 from agentloom.store.owners import owner_label
+from agentloom.store.records import get_run
 
 __all__ = ["owners_app"]
 
@@ -57,8 +59,9 @@ def owners_delete(
         "--json", help="Print one JSON value on stdout, nothing else.")] = False,
 ) -> None:
     """Delete OWNER: refuse its new runs, stop its running ones, delete its sessions, runs,
-    records, checkpoints, blobs no other owner uses, and folders. Nothing of another owner
-    is touched. Deleting an owner already deleted is a no-op that says so.
+    records, checkpoints, blobs no other owner uses, and folders. Of another owner, only the
+    copies of an agent's content in the workflow runs that called it are replaced by a
+    deletion marker. Deleting an owner already deleted is a no-op that says so.
 
     Exit 0 when it is deleted, 2 without --yes (nothing changed) or on a bad OWNER, 1 when it
     could not finish (OWNER_DELETION_PENDING: run it again).
@@ -105,11 +108,15 @@ async def _delete(url: str, config: Path | None, owner: OwnerRef, *, wait_s: flo
 
 
 def _recorded_root(kernel: Kernel, owner: OwnerRef) -> Path | None:
-    """The workspace root of the owner's runs when they agree on one: the root their run-end
-    cleanups recorded, else that of the config file they were started from."""
+    """The workspace root of the owner's runs (and of the workflow runs it worked in) when
+    they agree on one: the root their run-end cleanups recorded, else that of the config
+    file they were started from."""
     roots: set[str] = set()
     configs: set[str] = set()
-    for run in owner_runs(kernel, owner):
+    own = owner_runs(kernel, owner)
+    others = [r for run_id in derived_runs(kernel, owner, own=[r.run_id for r in own])
+              if (r := get_run(kernel.store, run_id, lenient=True)) is not None]
+    for run in [*own, *others]:
         for job in run_cleanup_jobs(kernel.store, run.run_id):
             recorded = job.data.get("root")
             if recorded:
@@ -132,6 +139,9 @@ def _counts(out: dict[str, Any]) -> str:
     rows = out["rows"]
     shown = ", ".join(f"{n} {t}" for t, n in sorted(rows.items())) or "no rows"
     extra = [f"{out['blobs_kept']} shared blob(s) kept"] if out["blobs_kept"] else []
+    if out.get("derived"):  # copies of its content in other owners' runs (agent.derived)
+        extra.append("its content replaced by a deletion marker in " + ", ".join(
+            f"{n} {t}" for t, n in sorted(out["derived"].items())))
     if out.get("stopped"):
         extra.append(f"stopped run(s) {', '.join(out['stopped'])}")
     if out.get("running"):
