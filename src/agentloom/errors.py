@@ -38,6 +38,7 @@ The exceptions are raised to the *caller* of the runtime. Every public exception
     │                                sandbox/errors.py)
     ├── workspace.WorkspaceError     every file-tool failure (codes in workspace/_errors.py)
     ├── workspace.scope.WorkspaceScopeError  a scope that cannot be resolved
+    ├── squad.artifacts.ArtifactError  a workflow artifact not recorded or read [ARTIFACT_*]
     ├── mcp.errors.McpError          an MCP server not started, reached or understood
     ├── mcp.claude_import.McpImportError  a .mcp.json (or entry) that cannot be imported
     ├── a2a.errors.A2aError          a remote agent whose card or answer cannot be used

@@ -70,17 +70,17 @@ def test_i37_1_an_unknown_source_owner_kind_is_refused_when_read(store: Store) -
 
 
 def test_i37_1_a_v12_store_migrates_to_v13_with_the_artifacts_table(durable_url: str) -> None:
-    assert len(MIGRATIONS) >= V13 and "artifacts" in MIGRATIONS[V13 - 1].summary
+    assert len(MIGRATIONS) >= V13 and "workflow_artifacts" in MIGRATIONS[V13 - 1].summary
     store_at(durable_url, V13 - 1,
              "INSERT INTO runs (run_id, status, lease_epoch, created_at, updated_at, data) "
              f"VALUES ('{RUN}', 'running', 0, 1.0, 1.0, '{{\"kept\":true}}')")
-    assert "artifacts" not in names(durable_url)
+    assert "workflow_artifacts" not in names(durable_url)
 
     store = open_store(durable_url)
     try:
         assert store.schema_version() >= V13  # type: ignore[attr-defined]
         assert [r[0] for r in migration_rows(durable_url)] == list(range(1, len(MIGRATIONS) + 1))
-        assert {"artifacts", "artifacts_owner"} <= names(durable_url)
+        assert {"workflow_artifacts", "workflow_artifacts_owner"} <= names(durable_url)
         run = store.get("runs", {"run_id": RUN})
         assert run is not None and run["data"] == {"kept": True}  # the old rows stay
         assert store.commit_many([WriteSet((artifact_insert(record("a.txt")),))]) == [None]

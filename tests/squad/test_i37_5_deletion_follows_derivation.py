@@ -112,7 +112,7 @@ def _artifact(run_id: str, node: str, path: str, owner: str, content: str) -> li
     data = content.encode()
     digest = hashlib.sha256(data).hexdigest()
     return [blob_insert(digest=digest, size=len(data), content=data, created_at=time.time()),
-            Insert("artifacts", {"run_id": run_id, "node": node, "attempt": 1, "path": path,
+            Insert("workflow_artifacts", {"run_id": run_id, "node": node, "attempt": 1, "path": path,
                                  "digest": digest, "size": len(data), "source_owner": owner,
                                  "invocation": f"n-{node}-1", "created_at": time.time(),
                                  "data": {"path": path}})]
@@ -188,7 +188,7 @@ async def test_i37_5_deleting_an_agent_leaves_none_of_its_text_in_a_workflow_run
     for text in texts.helpers:
         assert _holding(after, text) == [], text
     assert done.to_dict()["derived"] == would.to_dict()["derived"]
-    assert done.rows["artifacts"] == 1 and done.rows["operations"] == 2  # its 2 model calls
+    assert done.rows["workflow_artifacts"] == 1 and done.rows["operations"] == 2  # its 2 model calls
     # the workflow's records and structure stay: every node, its status and operation
     nodes = _nodes(rt, run_id)
     assert {k: (r["status"], r["operation_id"]) for k, r in nodes.items()} == {
@@ -424,8 +424,8 @@ async def test_i37_5_deleting_an_agent_revokes_the_artifacts_it_handed_on_and_th
 
     done = await rt.delete_owner("agent:helper")
 
-    assert done.rows["artifacts"] == 1
-    owners = [r["source_owner"] for r in rt.store.query("artifacts", {"run_id": first.run_id})]
+    assert done.rows["workflow_artifacts"] == 1
+    owners = [r["source_owner"] for r in rt.store.query("workflow_artifacts", {"run_id": first.run_id})]
     assert owners == ["workflow:hand"]
     assert not (inputs / "helper").exists()
     assert (inputs / "make/src/wf.py").read_text() == theirs

@@ -22,6 +22,7 @@ from typing import Any
 
 from agentloom.context.blobs import load_blob
 from agentloom.kernel import Kernel
+from agentloom.store.artifacts import TABLE as ARTIFACTS_TABLE
 from agentloom.store.schema import table
 
 __all__ = ["MIN_COPY", "answered_texts", "blobs_of", "holds", "posted_texts", "scrub"]
@@ -29,7 +30,7 @@ __all__ = ["MIN_COPY", "answered_texts", "blobs_of", "holds", "posted_texts", "s
 MIN_COPY = 16
 """A shorter text is replaced only where it is a whole string: a short answer such as ``ok``
 would otherwise rewrite unrelated text."""
-_TEXT_COLUMNS = ("results", "artifacts")  # a digest column, not a JSON reference
+_TEXT_COLUMNS = ("results", ARTIFACTS_TABLE)  # a digest column, not a JSON reference
 
 
 def blobs_of(table_name: str, row: Mapping[str, Any]) -> set[str]:
@@ -60,16 +61,16 @@ def posted_texts(rows: Mapping[str, list[dict[str, Any]]], nodes: set[str],
     if not nodes:
         return set()
     values: list[Any] = []
-    for row in rows.get("mailbox", ()):
+    for row in rows["mailbox"]:
         if row.get("sender") in nodes:
             values.append((row.get("data") or {}).get("body"))
-    for row in rows.get("handoffs", ()):
+    for row in rows["handoffs"]:
         data = row.get("data") or {}
         if row.get("from_node") in nodes:
             values.append(data.get("payload"))
         if (data.get("accepted_by") or {}).get("node") in nodes:
             values.append(data.get("result"))
-    for row in rows.get("task_board", ()):
+    for row in rows["task_board"]:
         data = row.get("data") or {}
         if isinstance(data.get("by"), Mapping) and data["by"].get("node") in nodes:
             values.append(data.get("data"))

@@ -60,10 +60,12 @@ from agentloom.agent._derived_copies import (
 from agentloom.context.blobs import load_blob
 from agentloom.kernel import Kernel
 from agentloom.refs import OwnerRef
+from agentloom.store.artifacts import TABLE as ARTIFACTS_TABLE
 from agentloom.store.owners import owner_label
 from agentloom.store.ports import Delete, Put, WriteOp, WriteSet
 from agentloom.store.records import RunRecord, get_run
-from agentloom.store.schema import TABLES, table
+from agentloom.store.run_rows import context_record_rows, every_row, operation_rows
+from agentloom.store.schema import table
 from agentloom.workspace.inputs import inputs_folder
 
 __all__ = ["AGENT_NODE_PREFIX", "MIN_COPY", "DerivedDeletion", "RunScrub", "add_counts", "apart",
@@ -73,7 +75,7 @@ __all__ = ["AGENT_NODE_PREFIX", "MIN_COPY", "DerivedDeletion", "RunScrub", "add_
 AGENT_NODE_PREFIX = "workflow.agent."
 """The capability an agent node calls (``squad.nodes.AGENT_NODE_PREFIX``; squad is a layer
 above and cannot be imported here — a test pins that the two agree)."""
-ARTIFACTS = "artifacts"
+ARTIFACTS = ARTIFACTS_TABLE
 _BY_OPERATION = ("attempts", "hook_invocations", "approvals", "results")
 
 Elsewhere = Callable[[set[str], Mapping[str, set[tuple[Any, ...]]]], set[str]]
@@ -103,7 +105,7 @@ def derived_runs(kernel: Kernel, owner: OwnerRef, *, own: Iterable[str] = ()) ->
     """The runs, other than ``own`` (the owner's), where ``owner`` made calls or was
     delegated to, by their operations (a run whose row is gone is found too)."""
     skip = set(own)
-    found = {str(row["run_id"]) for row in kernel.store.query("operations")
+    found = {str(row["run_id"]) for row in operation_rows(kernel.store)
              if _ref_of(row) == (owner.kind, owner.id) or _is_delegation_to(row, owner)}
     return sorted(found - skip)
 
@@ -151,7 +153,7 @@ def kept_rows(kernel: Kernel, run_id: str, owner: OwnerRef) -> dict[str, set[tup
     """The keys of the rows of ``run_id`` that are another owner's calls (an agent a workflow
     called): deleting ``owner`` keeps them."""
     store = kernel.store
-    ops = [row for row in store.query("operations", {"run_id": run_id})
+    ops = [row for row in operation_rows(store, run_id)
            if (ref := _ref_of(row)) is not None and ref != (owner.kind, owner.id)]
     if not ops:
         return {}
@@ -163,7 +165,7 @@ def kept_rows(kernel: Kernel, run_id: str, owner: OwnerRef) -> dict[str, set[tup
     agents = {ref[1] for op in ops if (ref := _ref_of(op)) and ref[0] == "agent"}
     scopes = _scopes_of(ops)
     prefixes = [f"{run_id}/role/{a}" for a in agents]
-    for row in store.query("context_records", {"run_id": run_id}):
+    for row in context_record_rows(store, run_id):
         if _in_scopes(str(row.get("scope_id") or ""), scopes, prefixes):
             kept.setdefault("context_records", set()).add(_key("context_records", row))
     return kept
@@ -209,24 +211,13 @@ class RunScrub:
         self.still.update(blobs_of(table_name, new))
 
 
-def _run_rows(kernel: Kernel, run_id: str) -> dict[str, list[dict[str, Any]]]:
-    """Every row of the run: each table with a ``run_id``, and the rows of its operations."""
-    store = kernel.store
-    rows = {name: store.query(name, {"run_id": run_id}) for name, t in TABLES.items()
-            if "run_id" in t.columns}
-    for name in ("attempts", "hook_invocations"):
-        rows[name] = [r for op in rows["operations"]
-                      for r in store.query(name, {"operation_id": op["operation_id"]})]
-    return rows
-
-
 def plan_run(kernel: Kernel, run_id: str, owner: OwnerRef) -> RunScrub:
     """What deleting agent ``owner`` deletes and rewrites in ``run_id`` (module docstring).
     Reads only."""
     marker = deletion_marker(owner)
     label = owner_label(owner)
     plan = RunScrub(run_id)
-    rows = _run_rows(kernel, run_id)
+    rows = every_row(kernel.store, run_id)
     own_ops = [r for r in rows["operations"] if _ref_of(r) == (owner.kind, owner.id)]
     own_ids = {r["operation_id"] for r in own_ops}
     for t in (*_BY_OPERATION, "operations"):
@@ -239,9 +230,9 @@ def plan_run(kernel: Kernel, run_id: str, owner: OwnerRef) -> RunScrub:
             plan.delete("context_records", row)
     delegations = [r for r in rows["operations"] if _is_delegation_to(r, owner)]
     delegated = {r["operation_id"] for r in delegations}
-    nodes = [r for r in rows.get("workflow_nodes", ()) if r.get("operation_id") in delegated]
+    nodes = [r for r in rows["workflow_nodes"] if r.get("operation_id") in delegated]
     artifact_nodes: set[str] = set()
-    for row in rows.get(ARTIFACTS, ()):
+    for row in rows[ARTIFACTS]:
         if row.get("source_owner") == label:
             plan.delete(ARTIFACTS, row)
             artifact_nodes.add(str(row["node"]))

@@ -44,11 +44,12 @@ from agentloom.agent.leases import is_interrupted
 from agentloom.errors import AgentLoomError, ErrorCategory
 from agentloom.kernel import Kernel
 from agentloom.refs import OwnerRef
+from agentloom.store.artifacts import TABLE as ARTIFACTS_TABLE
 from agentloom.store.cleanup import has_cleanup_job
 from agentloom.store.owners import owner_label, tombstone, tombstone_op
 from agentloom.store.ports import Delete, WriteOp, WriteSet
 from agentloom.store.records import RunRecord, get_run, runs
-from agentloom.store.schema import TABLES, table
+from agentloom.store.schema import table
 from agentloom.store.scopes import file_root_id, scopes_where
 from agentloom.store.sessions import owner_sessions, session_turns
 from agentloom.store.skills import all_version_data
@@ -64,7 +65,7 @@ MAX_ROUNDS = 5  # rows that appear while deleting (a run that had passed the che
 STOP_REASON = "owner deleted"
 
 # The rows of an owner, in the order they are deleted: what refers to a row goes before it.
-_ARTIFACTS = ("artifacts",) if "artifacts" in TABLES else ()  # issue 37 (a workflow's grants)
+_ARTIFACTS = (ARTIFACTS_TABLE,)  # issue 37 (a workflow's grants)
 ROW_TABLES = ("approvals", "attempts", "hook_invocations", "results", "context_records",
               "operations", "run_controls", "cleanup_jobs", "revocations", *_ARTIFACTS,
               "workflow_nodes", "mailbox", "handoffs", "task_board", "blackboard", "collab_revisions",

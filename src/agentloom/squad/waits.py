@@ -19,12 +19,12 @@ mailbox (``squad.collab``).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any
 
 from agentloom.agent.spec import AgentTool
 from agentloom.attempts import AttemptContext, CapabilityRequest
+from agentloom.canonical import readable_json
 from agentloom.catalog import CapabilitySpec, legal_exposed_name
 from agentloom.results import ToolResult
 from agentloom.squad import collab
@@ -43,8 +43,7 @@ _SCHEMA: dict[str, Any] = {
 
 
 def _text(body: Any) -> str:
-    return body if isinstance(body, str) else json.dumps(body, ensure_ascii=False,
-                                                          sort_keys=True)
+    return body if isinstance(body, str) else readable_json(body)
 
 
 class _MessageWaitHandler:

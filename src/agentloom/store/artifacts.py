@@ -1,10 +1,10 @@
-"""The ``artifacts`` repository (issue 37): one row per file a workflow node handed on, as a
+"""The ``workflow_artifacts`` repository (issue 37): one row per file a workflow node handed on, as a
 frozen ``ArtifactRecord``; its reads and the op that writes it.
 
 ::
 
-    store.query("artifacts", run, node, attempt) ──► ArtifactRecord.from_row ──► artifacts_of(…)
-    Insert("artifacts", row, if_absent)          ◄── artifact_insert(record)
+    store.query("workflow_artifacts", run, node, attempt) ──► ArtifactRecord.from_row ──► artifacts_of(…)
+    Insert("workflow_artifacts", row, if_absent) ◄── artifact_insert(record)
 
 Columns: ``run_id``, ``node``, ``attempt``, ``path`` (the key: the file's path below the node's
 work folder, ``/``-separated), ``digest`` (the sha256 of its bytes: its ``blobs`` row),
@@ -30,7 +30,7 @@ from agentloom.store.ports import Insert, Store
 
 __all__ = ["TABLE", "ArtifactRecord", "artifact_insert", "artifacts_of", "run_artifacts"]
 
-TABLE = "artifacts"
+TABLE = "workflow_artifacts"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

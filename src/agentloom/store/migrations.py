@@ -152,12 +152,12 @@ CREATE TABLE collab_revisions (
 # artifacts (issue 37): a file a workflow node handed on, by (run, node, attempt, path); its
 # bytes are a content-addressed blob (``digest``); ``source_owner`` is whose content it is
 _V13_COMMON = """
-CREATE TABLE artifacts (
+CREATE TABLE workflow_artifacts (
   run_id TEXT NOT NULL, node TEXT NOT NULL, attempt INTEGER NOT NULL, path TEXT NOT NULL,
   digest TEXT NOT NULL, size INTEGER NOT NULL, source_owner TEXT NOT NULL,
   invocation TEXT NOT NULL, created_at {real} NOT NULL, data TEXT NOT NULL,
   PRIMARY KEY (run_id, node, attempt, path));
-CREATE INDEX artifacts_owner ON artifacts (source_owner);
+CREATE INDEX workflow_artifacts_owner ON workflow_artifacts (source_owner);
 """
 
 _V1_COMMON = """
@@ -306,7 +306,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         _each(_V12_COMMON),
     ),
     Migration(
-        "v13: artifacts (files a workflow node hands on: run, node, attempt, path, blob digest, "
+        "v13: workflow_artifacts (files a workflow node hands on: run, node, attempt, path, blob digest, "
         "source owner)",
         _each(_V13_COMMON),
     ),

@@ -13,7 +13,13 @@ damaged or half-written row has, which a record would refuse or normalise. Code 
 rows reads them through the tables' repositories (``store.records``, ``store.operations``,
 ``store.context_records``).
 
-Owns: ``RunRows`` and ``run_rows``. Does not own: any write, any table's typed record.
+``every_row`` is wider: every row of a run in every table with a ``run_id`` (and the attempts
+and hook rows of its operations), keyed by table — what owner deletion scans for copies of a
+deleted agent's content in another owner's run (``agent.derived``); ``operation_rows`` and
+``context_record_rows`` are the two tables it also reads alone.
+
+Owns: ``RunRows``, ``run_rows``, ``every_row``, ``operation_rows``, ``context_record_rows``.
+Does not own: any write, any table's typed record.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentloom.store.ports import Store
+from agentloom.store.schema import TABLES
 
-__all__ = ["RunRows", "run_rows"]
+__all__ = ["RunRows", "context_record_rows", "every_row", "operation_rows", "run_rows"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,3 +61,25 @@ def run_rows(store: Store, run_id: str) -> RunRows:
         context.setdefault(record["record_id"], []).append(record)
     return RunRows(operations=operations, attempts=attempts, hook_rows=hook_rows,
                    context=context)
+
+
+def operation_rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
+    """The operation rows of ``run_id`` as stored (every run's when ``None``)."""
+    return store.query("operations", None if run_id is None else {"run_id": run_id})
+
+
+def context_record_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """Every context record revision of ``run_id`` as stored."""
+    return store.query("context_records", {"run_id": run_id})
+
+
+def every_row(store: Store, run_id: str) -> dict[str, list[dict[str, Any]]]:
+    """Every row of ``run_id`` as stored, by table: each table with a ``run_id`` column (a
+    key for each, empty when it holds none), and the ``attempts`` and ``hook_invocations`` of
+    its operations."""
+    rows = {name: store.query(name, {"run_id": run_id}) for name, t in TABLES.items()
+            if "run_id" in t.columns}
+    for name in ("attempts", "hook_invocations"):
+        rows[name] = [r for op in rows["operations"]
+                      for r in store.query(name, {"operation_id": op["operation_id"]})]
+    return rows

@@ -224,7 +224,7 @@ TABLES: dict[str, Table] = {
             ("run_id", "kind", "item", "revision"),
         ),
         Table(  # a file a workflow node handed on (issue 37), its bytes a blob: store/artifacts.py
-            "artifacts",
+            "workflow_artifacts",
             ("run_id", "node", "attempt", "path", "digest", "size", "source_owner", "invocation",
              "created_at", "data"),
             ("run_id", "node", "attempt", "path"),
