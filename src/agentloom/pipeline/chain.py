@@ -32,6 +32,7 @@ other phases or how a deny or a stop ends it (``pipeline.call``), nor which hook
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentloom.context.manager import MessageEdit, call_record_id, message_record_id
@@ -45,7 +46,7 @@ from agentloom.hooks.spec import FAILURE_STATUSES, HookSpec, Timing
 from agentloom.limits import current_window
 from agentloom.pipeline import crashpoints
 from agentloom.pipeline.approval import awaiting_ops, default_question
-from agentloom.pipeline.records import hook_row
+from agentloom.pipeline.records import OperationState, hook_row
 from agentloom.results import OperationResult, ToolResult
 from agentloom.store.operations import hook_invocations
 from agentloom.store.ports import Op
@@ -373,38 +374,54 @@ class HookChain:
 
     def _event(self) -> dict[str, Any]:
         call = self.call
-        state, request = call.state, call.request
-        ctx = request.context
-        event: dict[str, Any] = {
-            "timing": self.timing,
-            "event": request.event_type,
-            "capability": state.capability_key,
-            "exposed_name": request.exposed_name,
-            "role": ctx.role,
-            "run_id": ctx.run_id,
-            "operation_id": state.operation_id,
-            "purpose": request.purpose,
-            "payload": state.payload,
-            "payload_version": state.payload_version,
-            "proposed_payload": state.request["proposed_arguments"],
-        }
-        node = state.request.get("node")  # the workflow node the call serves (issue 37)
-        if node is not None:
-            event["node"] = node
-        if ctx.context_scope is not None:
-            event["context"] = {"call_record": {"record_id": call_record_id(state.operation_id),
-                                                "revision": state.call_revision}}
-        elif ctx.message_scope is not None and self.timing == "before":
-            # a model request: each message's context record, for a context_patch by stable id
-            revisions = call.pipeline.context.message_revisions(ctx.message_scope)
-            event["context"] = {"message_records": [
-                {"index": i, "record_id": message_record_id(m["id"]),
-                 "revision": revisions.get(m["id"], 0)}
-                for i, m in enumerate(state.payload.get("messages") or [])
-                if isinstance(m, dict) and isinstance(m.get("id"), str)]}
-        if self.timing == "after":
-            event["result"] = state.result if state.result is not None else state.raw
-        return event
+        request, ctx = call.request, call.request.context
+        scope = ctx.message_scope
+        return call_event(
+            self.timing, call.state, event_type=request.event_type,
+            exposed_name=request.exposed_name, role=ctx.role, run_id=ctx.run_id,
+            purpose=request.purpose, context_scope=ctx.context_scope,
+            message_revisions=None if scope is None
+            else lambda: call.pipeline.context.message_revisions(scope))
+
+
+def call_event(
+    timing: Timing, state: OperationState, *, event_type: str, exposed_name: str,
+    role: str | None, run_id: str, purpose: str | None, context_scope: str | None,
+    message_revisions: Callable[[], Mapping[str, int]] | None,
+) -> dict[str, Any]:
+    """The event one hook of ``timing`` sees of the call ``state`` holds (as ``HookManager.run``
+    takes it); the one builder, also used by ``agentloom hooks replay`` on recorded calls.
+    ``message_revisions``: a model call's message records' revisions (``None``: no scope)."""
+    event: dict[str, Any] = {
+        "timing": timing,
+        "event": event_type,
+        "capability": state.capability_key,
+        "exposed_name": exposed_name,
+        "role": role,
+        "run_id": run_id,
+        "operation_id": state.operation_id,
+        "purpose": purpose,
+        "payload": state.payload,
+        "payload_version": state.payload_version,
+        "proposed_payload": state.request["proposed_arguments"],
+    }
+    node = state.request.get("node")  # the workflow node the call serves (issue 37)
+    if node is not None:
+        event["node"] = node
+    if context_scope is not None:
+        event["context"] = {"call_record": {"record_id": call_record_id(state.operation_id),
+                                            "revision": state.call_revision}}
+    elif message_revisions is not None and timing == "before":
+        # a model request: each message's context record, for a context_patch by stable id
+        revisions = message_revisions()
+        event["context"] = {"message_records": [
+            {"index": i, "record_id": message_record_id(m["id"]),
+             "revision": revisions.get(m["id"], 0)}
+            for i, m in enumerate(state.payload.get("messages") or [])
+            if isinstance(m, dict) and isinstance(m.get("id"), str)]}
+    if timing == "after":
+        event["result"] = state.result if state.result is not None else state.raw
+    return event
 
 
 def _message_edits(before: list[Any], after: list[Any]) -> list[MessageEdit]:
