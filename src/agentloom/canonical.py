@@ -16,7 +16,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["canonical_ascii_json", "canonical_json", "compact_json", "readable_json", "sorted_json"]
+__all__ = ["canonical_ascii_json", "canonical_json", "compact_json", "indented_json", "readable_json",
+           "sorted_json"]
 
 canonical_json: Callable[[Any], str] = json.JSONEncoder(
     separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode
@@ -39,3 +40,8 @@ names; computed this way from the start."""
 readable_json: Callable[[Any], str] = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 """As ``sorted_json`` but non-ASCII kept: JSON shown to a model (a JSON block as text, a
 tool's parameters or an output schema in a corrective message)."""
+
+indented_json: Callable[[Any], str] = json.JSONEncoder(
+    sort_keys=True, ensure_ascii=False, indent=1).encode
+"""As ``readable_json``, one value a line: two JSON values shown side by side as a line diff
+(``agentloom runs replay``'s divergences)."""

@@ -1,4 +1,4 @@
-"""``agentloom runs``: list, show, events, resume, stop, supplement (approve and reject come
+"""``agentloom runs``: list, show, events, resume, fork, stop, supplement (approve and reject come
 from ``cli/queue.py``), and how a command that drove a run reports its end (``finish_run``).
 
 Owns: the ``runs_app`` group, opening the store a ``runs`` command reads (``store_session``)
@@ -16,8 +16,9 @@ from typing import Annotated, Any
 
 import typer
 
-from agentloom.agent import RunResult, run_events
+from agentloom.agent import RunHandle, RunResult, run_events
 from agentloom.agent.controls import STOP, SUPPLEMENT, send_control
+from agentloom.agent.fork import ForkError, plan_fork, start_fork
 from agentloom.agent.leases import is_interrupted
 from agentloom.assembly import runtime_from_config
 from agentloom.cli import render
@@ -34,6 +35,7 @@ from agentloom.cli.output import (
     warn_unconfirmed,
 )
 from agentloom.cli.queue import approve, reject
+from agentloom.cli.run_replay import print_report, replay_runs
 from agentloom.cli.stores import open_existing_store, resolve_store_url
 from agentloom.config import load_config
 from agentloom.errors import redact_secrets
@@ -217,6 +219,82 @@ def _recorded_config(run: RunRecord) -> Path:
             f"run {run.run_id} was started from {recorded}, which no longer exists; pass "
             "--config CONFIG", code="CONFIG_NOT_FOUND")
     return path
+
+
+@runs_app.command("fork")
+def runs_fork(
+    run_id: RunIdArg,
+    at: Annotated[str, typer.Option(
+        "--at", metavar="OPERATION_ID", help="The model or tool call of RUN_ID's agent to "
+        "fork at (`runs show` lists them); the fork's history stops before it.")],
+    message: Annotated[str | None, typer.Option(
+        "--message", "-m", metavar="TEXT",
+        help="A new user message after the history.")] = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", "-c", metavar="CONFIG",
+        help="Run the fork with this config instead of the file RUN_ID was started "
+        "from.")] = None,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start a new run from RUN_ID's call OPERATION_ID, linked to it (forked_from).
+
+    Its history is what RUN_ID's model saw before that call (hook edits included), then
+    --message; it continues live with a new model call. Nothing before the call runs again:
+    the files the file tools wrote before it are rebuilt from the record (after exec or an
+    MCP call, the fork starts from a copy of RUN_ID's kept folder). RUN_ID is never
+    written. Exits like `run`.
+    """
+    setup_logging()
+    url = resolve_store_url(store, config)
+    with store_session(url, None) as opened:  # writable: it migrates a store of an older version
+        run = get_run(opened, run_id)
+        if run is None:
+            raise UsageFailure(f"no run {run_id!r} in this store", code="RUN_NOT_FOUND")
+        try:
+            plan = plan_fork(opened, run_id, at, message=message)
+        except ForkError as exc:
+            raise UsageFailure(exc.error.message, code=exc.error.code) from None
+    runtime = runtime_from_config(load_config(config or _recorded_config(run)), store=url)
+    say(stderr_console(), f"forking run {run_id} at {at} (turn {plan.turn}); its files: "
+        f"{plan.files_note}")
+
+    async def begin() -> RunHandle:
+        return await runtime.resume(await start_fork(runtime, plan))
+
+    result = run_sync(drive(runtime, begin, as_json=as_json))
+    finish_run(result, plan.agent, as_json, url, hint=False)
+
+
+@runs_app.command("replay")
+def runs_replay(
+    run_ids: Annotated[list[str], typer.Argument(
+        metavar="RUN_ID...", help="The finished agent run(s) to replay (see `runs list`).",
+        show_default=False)],
+    config: Annotated[Path | None, typer.Option(
+        "--config", "-c", metavar="CONFIG",
+        help="Replay against this config instead of the file each run was started from.")] = None,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Re-drive finished runs against the current config and code, executing nothing.
+
+    Model turns are served from the record, in order; every capability's recorded raw result
+    is served in place of running it; hooks run live. Reports the first call that differs
+    (the call proposed, a model request, a hook's decision or patch, the effective result, a
+    turn the record does not have), with both sides. Nothing is written to the store.
+    Exits 0 when every run replays the same, 1 on a divergence, 2 for bad input.
+    """
+    setup_logging()
+    url = resolve_store_url(store, config)
+    with store_session(url, None, read_only=True) as opened:
+        reports = asyncio.run(replay_runs(opened, run_ids, config, config_of=_recorded_config))
+    if as_json:
+        print_json(reports[0].to_dict() if len(reports) == 1 else [r.to_dict() for r in reports])
+    else:
+        for report in reports:
+            print_report(stdout_console(), report)
+    raise typer.Exit(EXIT_OK if all(r.same for r in reports) else EXIT_FAILED)
 
 
 # -- controlling runs ------------------------------------------------------------------------
