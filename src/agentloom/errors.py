@@ -31,6 +31,7 @@ The exceptions are raised to the *caller* of the runtime. Every public exception
     │   └── runtime.SessionBusy      another run occupies the session        [SESSION_BUSY]
     ├── agent.sessions.SessionError  a session used from another scope
     ├── agent.owners.OwnerDeletionPending  an owner deletion that stopped before the end
+    ├── agent.fork.ForkError         a run that cannot be forked there  [FORK_*, OPERATION_NOT_FOUND]
     ├── models.errors.ModelAttemptError  one model attempt failed (classified)
     ├── models.gateway.ModelCallFailed   the model call failed after its retries
     ├── models.offline.ScriptError   the scripted test model ran out / was misused

@@ -66,7 +66,8 @@ async def test_13_5_live_and_stored_run_events_have_the_same_keys(tmp_path: Path
             assert seen.data["logical_key"] == kept.data["logical_key"] is not None
         if seen.type == "tool.call.completed":
             assert seen.data["attempts"] == kept.data["attempts"] == 1
-    assert live[0].data == stored[0].data == {"agent": "main", "task": "write a.txt, then read it"}
+    assert live[0].data == stored[0].data == {"agent": "main", "task": "write a.txt, then read it",
+                                              "forked_from": None, "files": None}
     assert isinstance(stored[0].data, RunStarted)
     done = [e.data for e in stored if e.type == "tool.call.completed"]
     assert all(isinstance(d, ToolCallCompleted) and d.status == "succeeded" for d in done)

@@ -30,6 +30,7 @@ from typing import Any
 from agentloom.agent.controls import ControlState
 from agentloom.agent.endings import RunEndings
 from agentloom.agent.events import RunEvent
+from agentloom.agent.fork import fork_facts, seed_fork
 from agentloom.agent.handles import LiveRun, RunError, RunResult
 from agentloom.agent.leases import WorkerSettings
 from agentloom.agent.loop import Invocation, LoopOutcome, ReactLoop, initial_messages
@@ -114,13 +115,16 @@ class RunDriver:
                 ids = self.tracing.current_ids()  # recorded with the run: a resume links to it
                 if ids is not None:
                     live.data["trace"] = ids
+            forked = await seed_fork(self.kernel, live)  # a fork: its history and files
             live.emit(RunEvent("run.started", run_id, time.time(),
-                               {"agent": agent.name, "task": live.data["task"]}))
+                               {"agent": agent.name, "task": live.data["task"],
+                                **fork_facts(live.data)}))
             limit = agent.limits.max_total_tokens
             live.quota = TokenQuota.of_run(self.kernel.store, run_id, limit) if limit else None
             inv = Invocation(invocation_id=run_id, agent=agent,
                              ctx=self.context(live, agent.name, run_id),
-                             messages=initial_messages(agent, live.data["task"], history),
+                             messages=forked or initial_messages(agent, live.data["task"],
+                                                                 history),
                              quota=live.quota)
             outcome = await self._invoke(inv, live)
             watcher.cancel()  # no renewal (which marks the run running) after its end commits

@@ -59,10 +59,13 @@ def _keys(cls: type[EventData]) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class RunStarted(EventData):
-    """``run.started``."""
+    """``run.started`` (a fork's also says where it came from, ``forked_from``, and where its
+    files came from, ``files``: ``agent.fork``)."""
 
     agent: str | None = None
     task: str | None = None
+    forked_from: Mapping[str, Any] | None = None
+    files: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

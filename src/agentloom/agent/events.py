@@ -63,6 +63,7 @@ from agentloom.agent.event_types import (
     ToolCallCompleted,
     ToolCallStarted,
 )
+from agentloom.agent.fork import fork_facts
 from agentloom.models.gateway import response_from_dict
 from agentloom.models.types import ModelResponse
 from agentloom.pipeline.records import stored_envelope
@@ -212,7 +213,8 @@ def run_events(store: Store, run_id: str) -> list[RunEvent]:
     if run is None:
         return []
     events = [RunEvent("run.started", run_id, run.created_at,
-                       RunStarted(agent=run.agent, task=run.task))]
+                       RunStarted(agent=run.agent, task=run.task,
+                                  **fork_facts(run.data)))]
     for op in operations(store, run_id, lenient=True):
         kind = _kind(op.event_type)
         events += (_model_events(run_id, op, store) if kind == "model"

@@ -217,6 +217,12 @@ def print_run_detail(console: Console, run: dict[str, Any]) -> None:
                          ("output", run["output"])):
         if value is not None:
             console.print(plain(f"  {label}: {_short(value)}"), highlight=False)
+    origin = run.get("forked_from")
+    if origin:
+        changed = " (under another release)" if origin.get("release_changed") else ""
+        console.print(plain(f"  forked from: run {origin['run_id']} at {origin['operation_id']} "
+                            f"(turn {origin.get('turn')}){changed}"), highlight=False)
+        console.print(plain(f"  files: {run.get('files')}"), highlight=False)
     if run["duration_s"] is not None:
         console.print(plain(f"  duration: {run['duration_s']:.3f} s"), highlight=False)
     if any(v is not None for v in run["usage"].values()):

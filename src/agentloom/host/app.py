@@ -132,6 +132,7 @@ def _routes() -> list[BaseRoute]:
         Route(run + "/stop", _authed(routes_runs.stop_run), methods=["POST"]),
         Route(run + "/supplement", _authed(routes_runs.supplement_run), methods=["POST"]),
         Route(run + "/resume", _authed(routes_runs.resume_run), methods=["POST"]),
+        Route(run + "/fork", _authed(routes_runs.fork_run), methods=["POST"]),
         Route(run + "/operations/{operation_id}/approve", _authed(routes_runs.approve),
               methods=["POST"]),
         Route(run + "/operations/{operation_id}/reject", _authed(routes_runs.reject),

@@ -31,6 +31,7 @@ from agentloom.host.shapes import (
     Answer,
     Answered,
     Control,
+    Fork,
     Health,
     OperationList,
     Receipt,
@@ -194,6 +195,14 @@ ROUTES: tuple[RouteDoc, ...] = (
              summary="Hand the run back to the queue (a worker goes on with it)",
              ok="it is queued", answer=Control, status="202", params=(RUN_ID,),
              problems=CONFLICT),
+    RouteDoc(method="post", path=RUN + "/fork", op_id="forkRun",
+             summary="Start a new run from one of the run's calls (docs/replay.md)",
+             ok="the fork, queued", answer=Run, status="201", params=(RUN_ID,), body=Fork,
+             problems={"400": "a bad request body (the detail names the field)",
+                       "404": "no such run — or another owner's — or OPERATION_NOT_FOUND: "
+                       "'at' is no operation of the run",
+                       "409": "FORK_POINT_INVALID ('at' is not a model or tool call of the "
+                       "run's own agent) or FORK_FILES_UNAVAILABLE"}),
     RouteDoc(method="post", path=RUN + "/operations/{operation_id}/approve",
              op_id="approveOperation", summary="Approve a call a hook asked a person about",
              ok="answered", answer=Answered, params=(RUN_ID, OP_ID), body=Answer,

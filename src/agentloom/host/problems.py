@@ -43,6 +43,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "NOT_FOUND": 404,
     "RUN_NOT_FOUND": 404,
     "APPROVAL_NOT_FOUND": 404,
+    "OPERATION_NOT_FOUND": 404,  # a fork point the run does not have
     "COMMAND_RECEIPT_NOT_FOUND": 404,
     "FILE_NOT_FOUND": 404,
     "WORKSPACE_UNAVAILABLE": 404,

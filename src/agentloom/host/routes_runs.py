@@ -28,18 +28,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from agentloom import views
+from agentloom.agent.fork import ForkError, plan_fork, start_fork
 from agentloom.agent.leases import is_interrupted
 from agentloom.agent.runtime import Runtime
 from agentloom.host.access import RUN_STATUSES, json_body, key_still_valid, owned_run
 from agentloom.host.events import MEDIA_TYPE, live_run_stream
-from agentloom.host.problems import Problem, not_found_run
-from agentloom.host.shapes import Answer, RunCreate, Stop, Supplement, parse
+from agentloom.host.problems import Problem, not_found_run, problem
+from agentloom.host.shapes import Answer, Fork, RunCreate, Stop, Supplement, parse
 from agentloom.refs import Principal
 from agentloom.store import Store
 from agentloom.store.records import operations
 from agentloom.store.runs import RunRecord, get_run, principal_page
 
-__all__ = ["approve", "create_run", "get_run_view", "list_operations", "list_runs",
+__all__ = ["approve", "create_run", "fork_run", "get_run_view", "list_operations", "list_runs",
            "reject", "resume_run", "run_view", "stop_run", "supplement_run"]
 
 WAIT_S = 60.0  # the longest a ``"wait": true`` create waits before it answers
@@ -243,6 +244,25 @@ async def resume_run(request: Request, runtime: Runtime, principal: Principal) -
     if worker is not None:
         worker.wake()
     return _control(runtime, run.run_id)
+
+
+async def fork_run(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:
+    """``POST /v1/runs/{run_id}/fork`` ``{"at", "message"?}``: a new run of the principal from
+    the run's call ``at`` (``agent.fork``), queued as ``POST /v1/runs`` queues one; only the
+    run's own principal may fork it (another's is the same 404 as reading it)."""
+    run = owned_run(runtime.store, request.path_params["run_id"], principal)
+    body = parse(Fork, await json_body(request))
+    try:
+        plan = await to_thread.run_sync(lambda: plan_fork(runtime.store, run.run_id, body.at,
+                                                          message=body.message))
+    except ForkError as exc:  # OPERATION_NOT_FOUND: 404; a call it cannot fork from: 409
+        raise problem(exc.error.code, exc.error.message) from None
+    fork_id = await start_fork(runtime, plan, principal=principal)
+    worker = getattr(request.app.state, "worker", None)
+    if worker is not None:  # this process drives runs: start the fork now
+        worker.wake()
+    return JSONResponse(await to_thread.run_sync(run_view, runtime.store, fork_id),
+                        status_code=201)
 
 
 async def approve(request: Request, runtime: Runtime, principal: Principal) -> JSONResponse:

@@ -103,7 +103,20 @@ class Answer(RequestBody):
     reason: str | None = None
 
 
-REQUESTS: tuple[type[RequestBody], ...] = (RunCreate, Stop, Supplement, Answer)
+class Fork(RequestBody):
+    """null is the same as absent"""
+
+    at: str = Field(description="the operation to fork at: a model or tool call of the run's "
+                    "own agent (GET /v1/runs/{run_id}/operations); the fork's history stops "
+                    "before it")
+    message: str | None = Field(None, pattern=NOT_BLANK, description="a new user message "
+                                "after the history")
+
+    refusals: ClassVar[Mapping[str, str]] = {
+        "message": "must not be empty nor only spaces, tabs and line breaks"}
+
+
+REQUESTS: tuple[type[RequestBody], ...] = (RunCreate, Stop, Supplement, Answer, Fork)
 
 B = TypeVar("B", bound=RequestBody)
 _EXPECTED = {"string_type": "a string", "int_type": "an integer", "int_from_float": "an integer",
@@ -186,6 +199,16 @@ class WorkflowNode(ResponseBody):
     history: list[_Object]
 
 
+class ForkedFrom(ResponseBody):
+    """the run and call a fork was forked from (docs/replay.md)"""
+
+    run_id: str
+    operation_id: str
+    turn: int = Field(description="the origin's model turn the fork starts at")
+    release_id: str | None = Field(description="the origin's release")
+    release_changed: bool = Field(description="the fork runs under another release")
+
+
 class Run(ResponseBody):
     """agentloom runs show --json, without operations"""
 
@@ -218,6 +241,10 @@ class Run(ResponseBody):
     nodes: list[WorkflowNode] = absent("a workflow run only: its graph state, one entry per "
                                        "node in definition order (docs/workflows.md)")
     edges: list[_Object] = absent("a workflow run only: its edges as defined")
+    forked_from: ForkedFrom | None = absent("a fork only (POST /v1/runs/{run_id}/fork): "
+                                            "the run and call it was forked from")
+    files: str | None = absent("a fork only: where its files came from (restored from the "
+                               "record, or copied from the origin's kept folder)")
     actor: str
     project: str
 

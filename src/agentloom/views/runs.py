@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentloom.agent.events import envelope_status, stored_response, summary_of
+from agentloom.agent.fork import fork_facts
 from agentloom.agent.leases import is_interrupted
 from agentloom.agent.spec import DELEGATE_PREFIX
 from agentloom.pipeline.records import OperationState
@@ -96,6 +97,10 @@ def run_detail(store: Store, run_id: str, *, surface: Surface = "cli") -> dict[s
         "warnings": run_warnings(details),
         "cleanup": cleanup_detail(store, run_id),
         "route": run.data.get("route"),  # its project's model route (agent.routes), no key
+        # a fork (issue 38): {run_id, operation_id, turn, release_id, release_changed} of its
+        # origin, and where its files came from
+        "forked_from": run.data.get("forked_from"),
+        "files": fork_facts(run.data).get("files"),
         # for a run that has not ended: who holds it, what it waits for, what comes next
         "diagnosis": diagnose(store, run, status, details, store.now(), surface=surface)
         if run.known_status else None,

@@ -1,9 +1,10 @@
 // A run's timeline: its state, its operations in order (phase, duration, hook decisions,
 // rewritten arguments and results, unknown outcomes highlighted, approval buttons on a waiting
-// call) and its events, live over the SSE stream: each event refreshes the view (and, as a
+// call, a "Fork from here" button on each call of the run's own agent) and its events, live
+// over the SSE stream: each event refreshes the view (and, as a
 // safety net while the run has not ended, a slow poll).
 import { call, followEvents, runPath } from "./api.js";
-import { answeredLine, badge, facts, h, operationHref, seconds, show, when } from "./dom.js";
+import { answeredLine, badge, facts, h, operationHref, runHref, seconds, show, when } from "./dom.js";
 import { pretty } from "./diff.js";
 
 const REFRESH_DELAY_MS = 100;
@@ -24,6 +25,11 @@ function runFacts(run) {
       ["status", h("span", { "data-testid": "run-status" }, badge(run.status))],
       ["agent", run.agent],
       ["task", run.task],
+      ["forked from", run.forked_from ? h("span", { "data-testid": "forked-from" },
+        h("a", { href: runHref(run.forked_from.run_id) }, run.forked_from.run_id),
+        ` at ${run.forked_from.operation_id} (turn ${run.forked_from.turn})`,
+        run.forked_from.release_changed ? " under another release" : "") : undefined],
+      ["files", run.forked_from ? run.files : undefined],
       ["owner", `${run.actor ?? "—"} in ${run.project ?? "—"}`],
       ["created", when(run.created_at)],
       ["duration", seconds(run.duration_s)],
@@ -95,6 +101,28 @@ export function runTimeline(root, runId, fail) {
     refresh();
   }
 
+  // "Fork from here" (POST /v1/runs/{id}/fork): a new run whose history stops before this
+  // call, optionally with a new user message; the page goes to the fork.
+  async function fork(button, operationId) {
+    const message = window.prompt("A new user message after the history (optional):", "");
+    if (message === null) return;
+    button.disabled = true;
+    try {
+      const body = { at: operationId };
+      if (message.trim()) body.message = message;
+      const forked = await call("POST", `${runPath(runId)}/fork`, body);
+      location.hash = runHref(forked.run_id);
+    } catch (error) {
+      button.disabled = false;
+      fail(error);
+    }
+  }
+
+  // Only a model or tool call of the run's own agent is a fork point (agent/fork.py).
+  const forkable = (op) => (op.kind === "model" || op.kind === "tool") &&
+    typeof op.logical_key === "string" && op.logical_key.startsWith(`${runId}/t`) &&
+    /^\d+\/(model(#\d+)?|c\d+)$/.test(op.logical_key.slice(runId.length + 2));
+
   function row(run, op, index) {
     const asked = (run.diagnosis?.waiting_for?.approvals ?? []).find((a) => a.operation_id === op.operation_id);
     const waiting = op.phase === "awaiting_approval";
@@ -104,7 +132,10 @@ export function runTimeline(root, runId, fail) {
       " ",
       h("button", { class: "reject", type: "button", onclick: (e) => answer(e.target, op.operation_id, "reject") }, "Reject"))
       : h("td", {}, op.approval ? h("span", { class: `chip ${op.approval.decision ?? ""}`,
-        "data-testid": "approval-answer" }, answeredLine(op.approval)) : null);
+        "data-testid": "approval-answer" }, answeredLine(op.approval)) : null,
+      forkable(op) ? h("button", { class: "fork", type: "button", "data-testid": "fork",
+        title: "a new run from before this call", onclick: (e) => fork(e.target, op.operation_id) },
+      "Fork from here") : null);
     const offset = typeof op.created_at === "number" ? `+${seconds(op.created_at - run.created_at)}` : "—";
     return h("tr", { class: op.status === "unknown" ? "unknown" : waiting ? "waiting" : "",
       "data-operation-id": op.operation_id },
