@@ -257,6 +257,32 @@ def test_i38_2_bad_input_is_a_usage_error_naming_what_is_wrong(
     assert "REPLAY_UNSUPPORTED" in refused.stderr and "session 's1'" in refused.stderr
 
 
+def test_i38_2_last_n_replays_the_newest_runs_that_can_be_replayed(
+    recorded: tuple[Path, str, dict[str, str]], durable_store_url: str,
+    server: ScriptedOpenAIServer,
+) -> None:
+    """``--last N``: the newest N finished agent runs without a session, newest first (a
+    session's turn, a run still pending are passed over); with RUN_IDs, besides them."""
+    config, run_id, _ = recorded
+    server.script(chat_turn("second run"), chat_turn("a session turn"))
+    second = cli("run", str(config), "say hi", "--store", durable_store_url, "--json")
+    assert second.exit_code == 0, second.stderr
+    second_id = json.loads(second.stdout)["run_id"]
+    turn = cli("run", str(config), "hello", "--session", "s1", "--store", durable_store_url,
+               "--json")
+    assert turn.exit_code == 0, turn.stderr
+    assert cli("submit", str(config), "later", "--store", durable_store_url).exit_code == 0
+
+    newest = replay(durable_store_url, "--last", "1", exit_code=0)
+    assert (newest["run_id"], newest["same"]) == (second_id, True)
+    both = replay(durable_store_url, "--last", "5", exit_code=0)
+    assert [r["run_id"] for r in both] == [second_id, run_id]
+    named = replay(durable_store_url, run_id, "--last", "1", exit_code=0)
+    assert [r["run_id"] for r in named] == [run_id, second_id]
+    neither = cli("runs", "replay", "--store", durable_store_url)
+    assert neither.exit_code == 2 and "--last N" in neither.stderr
+
+
 def test_i38_2_a_workflow_run_is_refused_as_unsupported() -> None:
     row = {"run_id": "r1", "status": "succeeded", "created_at": 1.0, "updated_at": 2.0,
            "lease_epoch": 1, "data": {"agent": "workflow:build", "task": "go"}}

@@ -25,9 +25,21 @@ from agentloom.cli.errors import UsageFailure
 from agentloom.cli.output import say
 from agentloom.config import Config, load_config
 from agentloom.store import Store
-from agentloom.store.records import RunRecord, get_run
+from agentloom.store.records import RunRecord, get_run, runs
 
-__all__ = ["print_report", "replay_runs"]
+__all__ = ["newest_replayable", "print_report", "replay_runs"]
+
+
+def newest_replayable(store: Store, count: int, *, besides: Sequence[str] = ()) -> list[str]:
+    """The newest ``count`` runs ``runs replay`` can re-drive (finished agent runs without a
+    session; workflow and session runs are passed over), other than ``besides``."""
+    found: list[str] = []
+    for run in runs(store, newest_first=True, lenient=True):
+        if len(found) == count:
+            break
+        if run.run_id not in besides and replay_refusal(run, run.run_id) is None:
+            found.append(run.run_id)
+    return found
 
 
 def _checked(store: Store, run_ids: Sequence[str]) -> list[RunRecord]:

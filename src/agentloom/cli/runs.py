@@ -35,7 +35,7 @@ from agentloom.cli.output import (
     warn_unconfirmed,
 )
 from agentloom.cli.queue import approve, reject
-from agentloom.cli.run_replay import print_report, replay_runs
+from agentloom.cli.run_replay import newest_replayable, print_report, replay_runs
 from agentloom.cli.stores import open_existing_store, resolve_store_url
 from agentloom.config import load_config
 from agentloom.errors import redact_secrets
@@ -268,9 +268,12 @@ def runs_fork(
 
 @runs_app.command("replay")
 def runs_replay(
-    run_ids: Annotated[list[str], typer.Argument(
-        metavar="RUN_ID...", help="The finished agent run(s) to replay (see `runs list`).",
-        show_default=False)],
+    run_ids: Annotated[list[str] | None, typer.Argument(
+        metavar="[RUN_ID]...", help="The finished agent run(s) to replay (see `runs list`).",
+        show_default=False)] = None,
+    last: Annotated[int | None, typer.Option(
+        "--last", metavar="N", min=1, help="Also the newest N runs that can be replayed "
+        "(finished agent runs without a session).")] = None,
     config: Annotated[Path | None, typer.Option(
         "--config", "-c", metavar="CONFIG",
         help="Replay against this config instead of the file each run was started from.")] = None,
@@ -287,8 +290,16 @@ def runs_replay(
     """
     setup_logging()
     url = resolve_store_url(store, config)
+    named = list(run_ids or [])
+    if not named and last is None:
+        raise UsageFailure("name the runs to replay (RUN_ID...) or give --last N",
+                           code="USAGE_ERROR")
     with store_session(url, None, read_only=True) as opened:
-        reports = asyncio.run(replay_runs(opened, run_ids, config, config_of=_recorded_config))
+        chosen = [*named, *(newest_replayable(opened, last, besides=named) if last else [])]
+        if not chosen:
+            raise UsageFailure("no run in this store can be replayed (finished agent runs "
+                               "without a session)", code="RUN_NOT_FOUND")
+        reports = asyncio.run(replay_runs(opened, chosen, config, config_of=_recorded_config))
     if as_json:
         print_json(reports[0].to_dict() if len(reports) == 1 else [r.to_dict() for r in reports])
     else:
