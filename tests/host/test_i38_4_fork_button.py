@@ -12,10 +12,6 @@ CI=true it fails instead."""
 
 from __future__ import annotations
 
-import importlib
-import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +19,7 @@ import httpx2
 import pytest
 
 from .support import make_key, serving
+from .test_i18_3_ui import _playwright, browser  # noqa: F401  (the fixture: Chromium, Debian's when installed)
 
 TIMEOUT_MS = 60_000
 CONFIG = """\
@@ -53,35 +50,6 @@ def _project(tmp_path: Path) -> Path:
     return config
 
 
-def _playwright() -> Any:
-    if os.environ.get("CI") == "true":
-        return importlib.import_module("playwright.sync_api")
-    return pytest.importorskip("playwright.sync_api",
-                               reason="playwright is not installed (pip install -e '.[dev]')")
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    """Chromium: the Debian package's when installed, else Playwright's own."""
-    playwright_api = _playwright()
-    with playwright_api.sync_playwright() as pw:
-        tried = []
-        found = shutil.which("chromium")
-        for options in ([{"executable_path": found}] if found else []) + [{}]:
-            try:
-                launched = pw.chromium.launch(**options)
-                break
-            except playwright_api.Error as exc:
-                tried.append(str(exc).strip().splitlines()[0])
-        else:
-            reason = f"no browser could be started for the fork button test: {'; '.join(tried)}"
-            if os.environ.get("CI") == "true":
-                pytest.fail(reason)
-            pytest.skip(reason)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 class Client:
@@ -145,7 +113,7 @@ def keyed_store(tmp_path: Path) -> tuple[str, str]:
 
 
 def test_i38_4_the_fork_from_here_button_makes_a_fork_and_shows_where_it_came_from(
-        tmp_path: Path, keyed_store: tuple[str, str], browser: Any) -> None:
+        tmp_path: Path, keyed_store: tuple[str, str], browser: Any) -> None:  # noqa: F811
     expect = _playwright().expect
     expect.set_options(timeout=TIMEOUT_MS)
     store, key = keyed_store
