@@ -225,15 +225,25 @@ def _mine(scope: Scope, task: collab.BoardTask | None) -> bool:
     return task is not None and (task.by or {}).get("operation_id") == scope.operation_id
 
 
+def _board_task(scope: Scope, task_id: str, *, taken: str = ""
+                ) -> tuple[collab.BoardTask | None, ToolResult | None]:
+    """``task_id`` as stored, and the answer when the call need not write: this very call
+    wrote it already (recovered after a crash: its own revision), or another node holds it
+    (``TASK_TAKEN``; ``taken`` ends the message)."""
+    current = collab.board_task(scope.store, scope.run_id, task_id)
+    if current is not None and _mine(scope, current):
+        return current, ToolResult.success(_task(current))
+    if current is not None and current.assignee not in (None, scope.node.name):
+        return current, _fail("TASK_TAKEN", f"task {task_id!r} is claimed by "
+                              f"{current.assignee!r}{taken}", category="conflict")
+    return current, None
+
+
 async def _claim(scope: Scope, args: Mapping[str, Any]) -> ToolResult:
     task_id = str(args["task_id"])
-    current = collab.board_task(scope.store, scope.run_id, task_id)
-    if _mine(scope, current):
-        assert current is not None
-        return ToolResult.success(_task(current))
-    if current is not None and current.assignee not in (None, scope.node.name):
-        return _fail("TASK_TAKEN", f"task {task_id!r} is claimed by {current.assignee!r}",
-                     category="conflict")
+    current, answer = _board_task(scope, task_id)
+    if answer is not None:
+        return answer
     return await _board_write(scope, task_id, status="claimed",
                               data=None if current is None else current.data,
                               expect=0 if current is None else current.revision,
@@ -242,13 +252,9 @@ async def _claim(scope: Scope, args: Mapping[str, Any]) -> ToolResult:
 
 async def _update(scope: Scope, args: Mapping[str, Any]) -> ToolResult:
     task_id = str(args["task_id"])
-    current = collab.board_task(scope.store, scope.run_id, task_id)
-    if _mine(scope, current):
-        assert current is not None
-        return ToolResult.success(_task(current))
-    if current is not None and current.assignee not in (None, scope.node.name):
-        return _fail("TASK_TAKEN", f"task {task_id!r} is claimed by {current.assignee!r}; "
-                     "only it may update it", category="conflict")
+    current, answer = _board_task(scope, task_id, taken="; only it may update it")
+    if answer is not None:
+        return answer
     revision = 0 if current is None else current.revision
     expect = args.get("expect_revision")
     if expect is not None and int(expect) != revision:
